@@ -1,0 +1,200 @@
+# Copyright 2026 The JAX fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The materialized tree: upstream + one git commit per patch, and back.
+
+`materialize` builds the tree in a temporary sibling folder and only renames
+it into place once every patch applied, so a failure leaves the old tree as it
+was.  Each commit remembers its patch file name in a git note
+(refs/notes/commits; rewritten by amend and rebase), which `export` uses to
+write the same file names back.  Git is run with a fixed, private
+configuration and fixed dates, so that materialize + export is byte-stable.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from . import patches as P
+from . import upstream as U
+
+UPSTREAM_TAG = "upstream"
+_IDENT = ("jax-fork", "jax-fork@localhost")
+_UPSTREAM_DATE = "2024-04-11T00:00:00+00:00"   # jax 0.4.26 release day
+
+
+class TreeError(Exception):
+  pass
+
+
+def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+  env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+  env.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1",
+             GIT_AUTHOR_NAME=_IDENT[0], GIT_AUTHOR_EMAIL=_IDENT[1],
+             GIT_COMMITTER_NAME=_IDENT[0], GIT_COMMITTER_EMAIL=_IDENT[1],
+             LC_ALL="C", TZ="UTC")
+  if extra:
+    env.update(extra)
+  return env
+
+
+def git(repo: Path, *args: str, env: dict[str, str] | None = None,
+        input: bytes | None = None) -> bytes:
+  proc = subprocess.run(["git", "-C", str(repo), *args], input=input,
+                        capture_output=True, env=env or git_env())
+  if proc.returncode != 0:
+    raise TreeError(f"git {' '.join(args)} failed: "
+                    f"{proc.stderr.decode(errors='replace').strip()}")
+  return proc.stdout
+
+
+def _mailinfo(patch_path: Path, work: Path) -> tuple[dict[str, str], bytes]:
+  """Parses a patch's envelope exactly as `git am` does."""
+  msg = work / "msg"
+  patch_out = work / "patch"
+  with open(patch_path, "rb") as f:
+    proc = subprocess.run(["git", "mailinfo", str(msg), str(patch_out)],
+                          stdin=f, capture_output=True, env=git_env())
+  if proc.returncode != 0:
+    raise TreeError(f"{patch_path.name}: git mailinfo failed: "
+                    f"{proc.stderr.decode(errors='replace')}")
+  info = {}
+  for line in proc.stdout.decode("utf-8").splitlines():
+    key, _, value = line.partition(": ")
+    info[key] = value
+  return info, msg.read_bytes()
+
+
+def materialize(dest: Path, patches_dir: Path, sdist: str | None = None,
+                upto: str | None = None) -> Path:
+  """Creates `dest` as a git repo: upstream commit + one commit per patch."""
+  pin = U.load_pin()
+  src = U.get_sdist(pin, sdist)
+  names = P.read_series(patches_dir)
+  if upto is not None:
+    if upto not in names:
+      raise TreeError(f"--upto {upto!r} is not in the series")
+    names = names[:names.index(upto) + 1]
+  dest = dest.resolve()
+  dest.parent.mkdir(parents=True, exist_ok=True)
+  tmp = Path(tempfile.mkdtemp(prefix=dest.name + ".tmp-", dir=dest.parent))
+  try:
+    tree = tmp / "tree"
+    U.extract(src, pin, tree)
+    git(tree, "init", "-q", "-b", "main")
+    for key, value in [("core.autocrlf", "false"), ("core.filemode", "true"),
+                       ("notes.rewriteRef", "refs/notes/commits"),
+                       ("notes.rewrite.amend", "true"),
+                       ("notes.rewrite.rebase", "true"),
+                       ("user.name", _IDENT[0]), ("user.email", _IDENT[1]),
+                       ("diff.renames", "false")]:
+      git(tree, "config", key, value)
+    git(tree, "add", "-A")
+    date_env = git_env({"GIT_AUTHOR_DATE": _UPSTREAM_DATE,
+                        "GIT_COMMITTER_DATE": _UPSTREAM_DATE})
+    git(tree, "commit", "-q", "-m",
+        f"Upstream {pin.name} {pin.version} (sdist sha256 {pin.sha256})",
+        env=date_env)
+    git(tree, "tag", UPSTREAM_TAG)
+    files = P.FileSource(tree)
+    for n in names:
+      patch = P.read_patch(patches_dir / n)
+      changes = P.apply_patch(patch, files)   # raises before touching disk
+      files.update(changes)
+      files.flush()
+      info, msg = _mailinfo(patches_dir / n, tmp)
+      message = info.get("Subject", "").encode() + b"\n"
+      if msg.strip():
+        message += b"\n" + msg
+      env = git_env({"GIT_AUTHOR_NAME": info.get("Author", _IDENT[0]),
+                     "GIT_AUTHOR_EMAIL": info.get("Email", _IDENT[1]),
+                     "GIT_AUTHOR_DATE": info.get("Date", _UPSTREAM_DATE),
+                     "GIT_COMMITTER_DATE": info.get("Date", _UPSTREAM_DATE)})
+      git(tree, "add", "-A")
+      git(tree, "commit", "-q", "--allow-empty", "--cleanup=verbatim",
+          "-F", "-", env=env, input=message)
+      git(tree, "notes", "add", "-m", n, "HEAD")
+    if dest.exists():
+      old = Path(tempfile.mkdtemp(prefix=dest.name + ".old-", dir=dest.parent))
+      os.replace(dest, old / "tree")
+      os.replace(tree, dest)
+      shutil.rmtree(old)
+    else:
+      os.replace(tree, dest)
+  finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+  return dest
+
+
+def _slug(subject: str) -> str:
+  s = re.sub(r"[^a-z0-9]+", "-", subject.lower()).strip("-")
+  return "-".join(s.split("-")[:8]) or "patch"
+
+
+def export(tree: Path, patches_dir: Path, number_from: int | None = None,
+           dry_run: bool = False) -> list[str]:
+  """Writes the tree's commits since upstream back as the patch series.
+
+  Commits carrying a note keep their file name; new commits get the next
+  unused number (or `number_from` if larger) and a slug of their subject.
+  Files are only rewritten when their bytes change.  Returns the new series.
+  """
+  tree = tree.resolve()
+  commits = git(tree, "rev-list", "--reverse", f"{UPSTREAM_TAG}..HEAD"
+                ).decode().split()
+  old_names = P.read_series(patches_dir) if (patches_dir / "series").exists() \
+      else []
+  used = {int(n[:4]) for n in old_names if n[:4].isdigit()}
+  used |= {int(f.name[:4]) for f in patches_dir.glob("[0-9][0-9][0-9][0-9]-*")}
+  next_number = max([0, *used]) + 1
+  if number_from is not None:
+    next_number = max(next_number, number_from)
+  names = []
+  with tempfile.TemporaryDirectory() as tmp:
+    for c in commits:
+      try:
+        name = git(tree, "notes", "show", c).decode().strip()
+      except TreeError:
+        subject = git(tree, "log", "-1", "--format=%s", c).decode().strip()
+        name = f"{next_number:04d}-{_slug(subject)}.patch"
+        next_number += 1
+      if not P.PATCH_NAME_RE.match(name):
+        raise TreeError(f"commit {c[:12]}: note {name!r} is not a patch name")
+      if name in names:
+        raise TreeError(f"two commits map to {name}")
+      out = git(tree, "format-patch", "-1", c, "--stdout", "--zero-commit",
+                "--no-signature", "--no-numbered", "--full-index",
+                "--no-renames", "--diff-algorithm=myers", "--no-color",
+                "--stat=72", "--no-notes")
+      names.append(name)
+      (Path(tmp) / name).write_bytes(out)
+    if dry_run:
+      return names
+    patches_dir.mkdir(parents=True, exist_ok=True)
+    for name in names:
+      new = (Path(tmp) / name).read_bytes()
+      target = patches_dir / name
+      if not target.exists() or target.read_bytes() != new:
+        target.write_bytes(new)
+  for old in old_names:
+    if old not in names and (patches_dir / old).exists():
+      (patches_dir / old).unlink()
+  series_text = "".join(n + "\n" for n in names)
+  series = patches_dir / "series"
+  if not series.exists() or series.read_text() != series_text:
+    series.write_text(series_text)
+  return names

@@ -1,0 +1,157 @@
+# Copyright 2026 The JAX fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The upstream pin: reading fork.toml, fetching and verifying the sdist."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import tomllib
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SDIST_ENV = "JAX_FORK_SDIST"
+CACHE_ENV = "JAX_FORK_CACHE"
+
+
+class UpstreamError(Exception):
+  """The upstream sdist cannot be had or is not the pinned one."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Pin:
+  name: str
+  version: str
+  sha256: str
+  jaxlib_version: str
+  dependencies: tuple[str, ...]
+
+  @property
+  def sdist_name(self) -> str:
+    return f"{self.name}-{self.version}.tar.gz"
+
+
+def load_pin(root: Path = REPO_ROOT) -> Pin:
+  with open(root / "fork.toml", "rb") as f:
+    data = tomllib.load(f)
+  try:
+    return Pin(name=data["upstream"]["name"],
+               version=data["upstream"]["version"],
+               sha256=data["upstream"]["sha256"].lower(),
+               jaxlib_version=data["jaxlib"]["version"],
+               dependencies=tuple(data["requires"]["dependencies"]))
+  except KeyError as e:
+    raise UpstreamError(f"fork.toml lacks the key {e}") from None
+
+
+def sha256_of(path: Path) -> str:
+  h = hashlib.sha256()
+  with open(path, "rb") as f:
+    for chunk in iter(lambda: f.read(1 << 20), b""):
+      h.update(chunk)
+  return h.hexdigest()
+
+
+def verify(path: Path, pin: Pin) -> None:
+  actual = sha256_of(path)
+  if actual != pin.sha256:
+    raise UpstreamError(
+        f"sha256 mismatch for {path}: expected {pin.sha256}, got {actual}. "
+        "The file is not the pinned upstream sdist; refusing to build.")
+
+
+def cache_dir() -> Path:
+  base = os.environ.get(CACHE_ENV)
+  if base:
+    return Path(base)
+  xdg = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+  return Path(xdg) / "jax-fork"
+
+
+def _pip_download(pin: Pin, dest: Path) -> Path:
+  cmd = [sys.executable, "-m", "pip", "download", "--no-deps",
+         "--no-binary", ":all:", "--disable-pip-version-check",
+         f"{pin.name}=={pin.version}", "-d", str(dest)]
+  try:
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+  except (OSError, subprocess.TimeoutExpired) as e:
+    raise UpstreamError(_no_sdist_message(pin, str(e))) from None
+  candidate = dest / pin.sdist_name
+  if proc.returncode != 0 or not candidate.exists():
+    tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+    raise UpstreamError(_no_sdist_message(pin, " | ".join(tail)))
+  return candidate
+
+
+def _no_sdist_message(pin: Pin, why: str) -> str:
+  return (f"could not fetch the upstream sdist {pin.sdist_name} with pip "
+          f"({why}). For an offline build pass a local copy: set "
+          f"{SDIST_ENV}=/path/to/{pin.sdist_name} (or use --sdist PATH with "
+          "build/fork.py).")
+
+
+def get_sdist(pin: Pin, local: str | os.PathLike | None = None) -> Path:
+  """Returns a verified path to the pinned sdist.
+
+  Order: an explicit local path (argument or $JAX_FORK_SDIST), the cache,
+  then `pip download` into the cache.
+  """
+  local = local or os.environ.get(SDIST_ENV)
+  if local:
+    path = Path(local)
+    if not path.is_file():
+      raise UpstreamError(f"local sdist {path} does not exist")
+    verify(path, pin)
+    return path
+  cached = cache_dir() / pin.sdist_name
+  if cached.is_file():
+    if sha256_of(cached) == pin.sha256:
+      return cached
+    cached.unlink()   # a corrupt or foreign file; fetch again
+  cached.parent.mkdir(parents=True, exist_ok=True)
+  with tempfile.TemporaryDirectory(dir=cached.parent) as tmp:
+    got = _pip_download(pin, Path(tmp))
+    verify(got, pin)
+    os.replace(got, cached)
+  return cached
+
+
+def extract(sdist: Path, pin: Pin, dest: Path) -> Path:
+  """Extracts the sdist's top folder's contents into `dest` (must not exist)."""
+  prefix = f"{pin.name}-{pin.version}/"
+  dest.mkdir(parents=True)
+  with tarfile.open(sdist, "r:gz") as tf:
+    members = []
+    for m in tf.getmembers():
+      if m.name == prefix.rstrip("/"):
+        continue
+      if not m.name.startswith(prefix) or ".." in Path(m.name).parts:
+        raise UpstreamError(f"unexpected member {m.name!r} in {sdist}")
+      if not (m.isfile() or m.isdir()):
+        continue
+      m.name = m.name[len(prefix):]
+      if m.name:
+        members.append(m)
+    tf.extractall(dest, members=members, filter="data")
+  return dest
+
+
+def remove_tree(path: Path) -> None:
+  if path.exists():
+    shutil.rmtree(path)
