@@ -1,0 +1,60 @@
+# Copyright 2026 The JAX fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Smoke test of the installed fork: it is the fork, and jit/grad/vmap work."""
+from __future__ import annotations
+
+import re
+
+from absl.testing import absltest
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+from jax._src import test_util as jtu
+
+
+class SmokeTest(jtu.JaxTestCase):
+
+  def test_version_is_the_fork(self):
+    self.assertRegex(jax.__version__, r"^0\.4\.26\+fork\.\d+$")
+    self.assertEqual(jax.__version_info__, (0, 4, 26))
+    import jaxlib.version
+    self.assertEqual(jaxlib.version.__version__, "0.4.26")
+
+  def test_jit_matches_numpy(self):
+    rng = np.random.RandomState(0)
+    a = rng.randn(5, 7).astype(np.float32)
+    b = rng.randn(7, 3).astype(np.float32)
+    f = jax.jit(lambda a, b: jnp.tanh(a @ b).sum(axis=0))
+    self.assertAllClose(f(a, b), np.tanh(a @ b).sum(axis=0), rtol=1e-5)
+
+  def test_grad_matches_closed_form(self):
+    x = np.linspace(-2, 2, 9, dtype=np.float32)
+    g = jax.grad(lambda x: jnp.sum(jnp.sin(x) * x))(x)
+    self.assertAllClose(g, np.cos(x) * x + np.sin(x), rtol=1e-5)
+
+  def test_vmap_of_grad_matches_loop(self):
+    xs = np.random.RandomState(1).randn(4, 3).astype(np.float32)
+    f = lambda x: jnp.sum(x ** 3)
+    batched = jax.vmap(jax.grad(f))(xs)
+    self.assertAllClose(batched, np.stack([3 * x ** 2 for x in xs]),
+                        rtol=1e-5)
+
+  def test_host_devices(self):
+    self.assertEqual(jax.device_count(), 8)
+    self.assertTrue(re.match("cpu", jax.devices()[0].platform))
+
+
+if __name__ == "__main__":
+  absltest.main(testLoader=jtu.JaxTestLoader())
