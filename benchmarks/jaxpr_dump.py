@@ -1,0 +1,213 @@
+# Copyright 2026 The JAX fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Cost of jaxpr dumps (jax_dump_ir_*), against pristine upstream 0.4.26.
+
+Two persistent worker processes, one on the fork and one on upstream, take
+turns, round by round; every figure is a ratio of medians from this one run:
+
+  * dumping off: jit dispatch time, fork / upstream (goal 1.00 +- 0.02);
+  * dumping off: compile time of a train step (trace + lower + XLA compile,
+    caches cleared each time), fork / upstream (goal 1.00 +- 0.02);
+  * all modes on (stablehlo, jaxpr, jaxpr_html to a local directory): time
+    spent dumping / compile time, and compile-with-dumps / compile.
+
+The train step is a small MLP with remat on each layer, a scan over
+micro-batches and an Adam update. Times are CPU time of the worker process
+(other processes sharing the cores inflate wall time much more).
+
+Run: python benchmarks/jaxpr_dump.py [--rounds N]
+(with the fork importable, e.g. PYTHONPATH=<materialized tree>).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+import _common  # noqa: E402
+
+_WORKER = r'''
+import gc, json, statistics, sys, tempfile, time
+import numpy as np
+import jax, jax.numpy as jnp
+from jax import lax
+
+def init_params(key, sizes=(32, 64, 64, 64, 10)):
+  keys = jax.random.split(key, len(sizes) - 1)
+  return [{"w": jax.random.normal(k, (m, n), jnp.float32) / np.sqrt(m),
+           "b": jnp.zeros((n,), jnp.float32)}
+          for k, m, n in zip(keys, sizes[:-1], sizes[1:])]
+
+def mlp(params, x):
+  @jax.checkpoint
+  def layer(h, p):
+    return jnp.tanh(h @ p["w"] + p["b"])
+  for p in params[:-1]:
+    x = layer(x, p)
+  return x @ params[-1]["w"] + params[-1]["b"]
+
+def loss_fn(params, batch):
+  xs, ys = batch
+  def micro_batch(total, xy):
+    x, y = xy
+    return total + jnp.mean((mlp(params, x) - y) ** 2), None
+  total, _ = lax.scan(micro_batch, jnp.float32(0), (xs, ys))
+  return total / xs.shape[0]
+
+def train_step(params, opt_state, batch):
+  loss, grads = jax.value_and_grad(loss_fn)(params, batch)
+  m, v, t = opt_state
+  t = t + 1
+  tmap = jax.tree_util.tree_map
+  m = tmap(lambda m, g: 0.9 * m + 0.1 * g, m, grads)
+  v = tmap(lambda v, g: 0.999 * v + 0.001 * g * g, v, grads)
+  c1 = 1 - 0.9 ** t.astype(jnp.float32)
+  c2 = 1 - 0.999 ** t.astype(jnp.float32)
+  params = tmap(lambda p, m, v: p - 1e-3 * (m / c1) / (jnp.sqrt(v / c2) + 1e-8),
+                params, m, v)
+  return params, (m, v, t), loss
+
+params = init_params(jax.random.PRNGKey(0))
+zeros = jax.tree_util.tree_map(jnp.zeros_like, params)
+ARGS = (params, (zeros, zeros, jnp.zeros((), jnp.int32)),
+        (jnp.ones((4, 8, 32)), jnp.ones((4, 8, 10))))
+
+small = jax.jit(lambda x, y: x * y + 1.0)
+X = jnp.ones((8,))
+small(X, X).block_until_ready()
+
+FORK = hasattr(jax._src, "jaxpr_dump") or "fork" in jax.__version__
+dump_seconds = [0.0]
+if FORK:
+  from jax._src import jaxpr_dump
+  from jax._src.interpreters import mlir
+  def timed(fn):
+    def wrapper(*a, **k):
+      t0 = time.process_time()
+      try:
+        return fn(*a, **k)
+      finally:
+        dump_seconds[0] += time.process_time() - t0
+    return wrapper
+  jaxpr_dump.dump_jaxpr = timed(jaxpr_dump.dump_jaxpr)
+  mlir.dump_module_to_file = timed(mlir.dump_module_to_file)
+  jax.config.update("jax_dump_ir_modes", "stablehlo,jaxpr,jaxpr_html")
+print(json.dumps({"version": jax.__version__, "fork": FORK}), flush=True)
+
+def compile_once(dump_dir):
+  jax.clear_caches()
+  gc.collect()
+  jax.config.update("jax_dump_ir_to", dump_dir)
+  dump_seconds[0] = 0.0
+  t0 = time.process_time()
+  jax.jit(train_step).lower(*ARGS).compile()
+  total = time.process_time() - t0
+  jax.config.update("jax_dump_ir_to", "")
+  return total, dump_seconds[0]
+
+def run(what, number):
+  if what == "dispatch":
+    gc.collect()
+    t0 = time.process_time()
+    for _ in range(number):
+      small(X, X)
+    small(X, X).block_until_ready()
+    return (time.process_time() - t0) / number
+  if what == "compile":
+    return statistics.median(compile_once("")[0] for _ in range(number))
+  if what == "compile_dump":
+    with tempfile.TemporaryDirectory() as d:
+      runs = [compile_once(d) for _ in range(number)]
+    return [statistics.median(r[0] for r in runs),
+            statistics.median(r[1] for r in runs)]
+  raise ValueError(what)
+
+for line in sys.stdin:
+  what, number = line.split()
+  print(json.dumps(run(what, int(number))), flush=True)
+'''
+
+
+class _Worker:
+
+  def __init__(self, which: str):
+    env = _common.env_for(which)
+    env["PYTHONHASHSEED"] = "0"
+    env["JAX_PLATFORMS"] = "cpu"
+    env.pop("JAX_DUMP_IR_TO", None)
+    self.proc = subprocess.Popen(
+        [sys.executable, "-c", _WORKER], env=env,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    self.info = json.loads(self.proc.stdout.readline())
+
+  def run(self, what: str, number: int):
+    self.proc.stdin.write(f"{what} {number}\n")
+    self.proc.stdin.flush()
+    return json.loads(self.proc.stdout.readline())
+
+  def close(self):
+    self.proc.stdin.close()
+    self.proc.wait(timeout=60)
+
+
+def main() -> None:
+  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  ap.add_argument("--rounds", type=int, default=7)
+  ap.add_argument("--dispatch-calls", type=int, default=3000)
+  ap.add_argument("--compiles", type=int, default=3)
+  args = ap.parse_args()
+
+  fork, upstream = _Worker("fork"), _Worker("upstream")
+  if not fork.info["fork"] or upstream.info["fork"]:
+    sys.exit(f"expected the fork and upstream, got {fork.info} and "
+             f"{upstream.info}; put the fork on PYTHONPATH")
+  print(f"fork {fork.info['version']} vs upstream "
+        f"{upstream.info['version']}, {args.rounds} interleaved rounds")
+  times: dict[str, list] = {k: [] for k in (
+      "dispatch_fork", "dispatch_up", "compile_fork", "compile_up",
+      "compile_dump")}
+  try:
+    for r in range(args.rounds):
+      order = [(fork, "fork"), (upstream, "up")]
+      if r % 2:
+        order.reverse()
+      for w, tag in order:
+        times[f"dispatch_{tag}"].append(w.run("dispatch",
+                                              args.dispatch_calls))
+      for w, tag in order:
+        times[f"compile_{tag}"].append(w.run("compile", args.compiles))
+      times["compile_dump"].append(fork.run("compile_dump", args.compiles))
+  finally:
+    fork.close()
+    upstream.close()
+
+  med = lambda xs: statistics.median(xs)
+  d_f, d_u = med(times["dispatch_fork"]), med(times["dispatch_up"])
+  c_f, c_u = med(times["compile_fork"]), med(times["compile_up"])
+  c_on = med(t[0] for t in times["compile_dump"])
+  dump = med(t[1] for t in times["compile_dump"])
+  print(f"dumping off, jit dispatch:  fork {d_f * 1e6:8.2f} us  upstream "
+        f"{d_u * 1e6:8.2f} us  ratio {d_f / d_u:.3f}  (goal 1.00 +- 0.02)")
+  print(f"dumping off, train step compile: fork {c_f * 1e3:8.1f} ms  "
+        f"upstream {c_u * 1e3:8.1f} ms  ratio {c_f / c_u:.3f}  "
+        "(goal 1.00 +- 0.02)")
+  print(f"all modes on: dump {dump * 1e3:.1f} ms; dump / compile "
+        f"{dump / c_f:.3f}; compile with dumps / without {c_on / c_f:.3f}")
+
+
+if __name__ == "__main__":
+  main()

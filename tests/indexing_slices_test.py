@@ -1,0 +1,528 @@
+# Copyright 2026 The JAX fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Basic indexing lowers to slices, and `.at[]` updates to dynamic_update_slice.
+
+Patches 0004/0005: `x[idx]` with integers, static slices (any step), `...` and
+`None` lowers to slice/rev/squeeze/reshape, never to gather; `x.at[idx].op(v)`
+lowers to dynamic_update_slice where that equals the scatter's result.
+"""
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+import tempfile
+import types
+from pathlib import Path
+
+from absl.testing import absltest
+import numpy as np
+
+import jax
+from jax import lax
+import jax.numpy as jnp
+from jax._src import test_util as jtu
+from jax._src.numpy import lax_numpy
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+jax.config.parse_flags_with_absl()
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _primitives(jaxpr) -> set[str]:
+  """Names of all primitives in a (closed) jaxpr, including sub-jaxprs."""
+  names: set[str] = set()
+
+  def visit(j):
+    for eqn in j.eqns:
+      names.add(eqn.primitive.name)
+      for sub in jax.core.jaxprs_in_params(eqn.params):
+        visit(sub)
+
+  visit(jaxpr.jaxpr)
+  return names
+
+
+def _no_gather_scatter(testcase, jaxpr, what):
+  prims = _primitives(jaxpr)
+  bad = {p for p in prims if p in ("gather", "scatter") or
+         p.startswith("scatter")}
+  testcase.assertFalse(bad, f"{what} uses {sorted(bad)}:\n{jaxpr}")
+
+
+def _import_export():
+  """jax.experimental.export, importable without the flatbuffers package.
+
+  Only its serialization needs flatbuffers; when that is not installed, a
+  stand-in lets the package import (its annotations name flatbuffers types).
+  """
+  try:
+    from jax.experimental import export
+    return export
+  except ImportError:
+    pass
+  fb = types.ModuleType("flatbuffers")
+  compat = types.ModuleType("flatbuffers.compat")
+  compat.import_numpy = lambda: np  # type: ignore[attr-defined]
+  fb.compat = compat  # type: ignore[attr-defined]
+  fb.__getattr__ = lambda name: type(name, (), {})  # type: ignore
+  sys.modules["flatbuffers"] = fb
+  sys.modules["flatbuffers.compat"] = compat
+  try:
+    from jax.experimental import export
+  finally:
+    del sys.modules["flatbuffers"], sys.modules["flatbuffers.compat"]
+  return export
+
+
+def _random_basic_index(rng: np.random.RandomState, shape: tuple[int, ...]):
+  """A random basic index (in-bounds ints, slices, ..., None) for `shape`."""
+  ndim = len(shape)
+  n_consumed = rng.randint(0, ndim + 1)
+  if rng.rand() < 0.5:
+    # With an ellipsis, the consumed dims are split around it.
+    split = rng.randint(0, n_consumed + 1)
+    dims = list(range(split)) + list(range(ndim - (n_consumed - split), ndim))
+    items = ([("dim", d) for d in dims[:split]] + [("ell", None)] +
+             [("dim", d) for d in dims[split:]])
+  else:
+    items = [("dim", d) for d in range(n_consumed)]
+  out = []
+  for kind, d in items:
+    if kind == "ell":
+      out.append(Ellipsis)
+      continue
+    size = shape[d]
+    r = rng.rand()
+    if r < 0.35 and size > 0:
+      out.append(int(rng.randint(-size, size)))
+    else:
+      def bound():
+        if rng.rand() < 0.3:
+          return None
+        return int(rng.randint(-size - 2, size + 3))
+      steps = [-3, -2, -1, 1, 2, 3]
+      step = None if rng.rand() < 0.3 else int(rng.choice(steps))
+      out.append(slice(bound(), bound(), step))
+  # Sprinkle Nones anywhere.
+  for _ in range(rng.choice([0, 0, 1, 2])):
+    out.insert(rng.randint(0, len(out) + 1), None)
+  if len(out) == 1 and rng.rand() < 0.5:
+    return out[0]
+  return tuple(out)
+
+
+class BasicIndexingLowersToSlicesTest(jtu.JaxTestCase):
+
+  def test_ellipsis_int_is_slice_squeeze(self):
+    jaxpr = jax.make_jaxpr(lambda x: x[..., 0])(jnp.ones((3, 4, 5)))
+    self.assertEqual([e.primitive for e in jaxpr.eqns],
+                     [lax.slice_p, lax.squeeze_p])
+
+  @jtu.sample_product(
+      [dict(shape=shape, ellipsis_idx=e, explicit_idx=x)
+       for shape, e, x in [
+           ((2, 3, 4, 5), np.s_[..., 0, 0, :], np.s_[:, 0, 0, :]),
+           ((2, 3, 4, 5), np.s_[0, ...], np.s_[0]),
+           ((2, 3, 4, 5), np.s_[..., -1], np.s_[:, :, :, -1]),
+           ((2, 3, 4, 5), np.s_[1, ..., 1:3], np.s_[1, :, :, 1:3]),
+           ((2, 3, 4, 5), np.s_[::2, ..., ::-3], np.s_[::2, :, :, ::-3]),
+           ((2, 3, 4, 5), np.s_[None, ..., -1], np.s_[None, :, :, :, -1]),
+           ((2, 3, 4, 5), np.s_[..., None, 2], np.s_[:, :, :, None, 2]),
+           ((2, 3, 4, 5), np.s_[1, 2, 3, 4, ...], np.s_[1, 2, 3, 4]),
+           ((3,), np.s_[...], np.s_[:]),
+           ((), np.s_[..., None], np.s_[None]),
+       ]])
+  def test_ellipsis_lowers_as_explicit_form(self, shape, ellipsis_idx,
+                                            explicit_idx):
+    x = jnp.ones(shape, jnp.float32)
+    j_ell = jax.make_jaxpr(lambda x: x[ellipsis_idx])(x)
+    j_exp = jax.make_jaxpr(lambda x: x[explicit_idx])(x)
+    self.assertEqual(str(j_ell), str(j_exp))
+    _no_gather_scatter(self, j_ell, "get")
+    s_ell = jax.make_jaxpr(lambda x: x.at[ellipsis_idx].set(1.))(x)
+    s_exp = jax.make_jaxpr(lambda x: x.at[explicit_idx].set(1.))(x)
+    self.assertEqual(str(s_ell), str(s_exp))
+    _no_gather_scatter(self, s_ell, "set")
+    a = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    self.assertArraysEqual(jnp.asarray(a)[ellipsis_idx], a[ellipsis_idx])
+
+  def test_static_negative_int_has_no_runtime_normalization(self):
+    jaxpr = jax.make_jaxpr(lambda x: x[-1])(jnp.ones((3, 4)))
+    self.assertEqual([e.primitive for e in jaxpr.eqns],
+                     [lax.slice_p, lax.squeeze_p])
+    self.assertEqual(jaxpr.eqns[0].params["start_indices"], (2, 0))
+
+  def test_strided_slices(self):
+    x = jnp.arange(20.)
+    jaxpr = jax.make_jaxpr(lambda x: x[::2])(x)
+    self.assertEqual([e.primitive for e in jaxpr.eqns], [lax.slice_p])
+    self.assertEqual(jaxpr.eqns[0].params["strides"], (2,))
+    jaxpr = jax.make_jaxpr(lambda x: x[::-3])(x)
+    self.assertEqual([e.primitive for e in jaxpr.eqns],
+                     [lax.slice_p, lax.rev_p])
+    self.assertArraysEqual(x[::-3], np.arange(20.)[::-3])
+    self.assertArraysEqual(x[17:2:-4], np.arange(20.)[17:2:-4])
+
+  def test_newaxis(self):
+    x = jnp.ones((3, 4))
+    # The slice's (1, 4) already is the result's shape.
+    jaxpr = jax.make_jaxpr(lambda x: x[None, 0])(x)
+    self.assertEqual([e.primitive for e in jaxpr.eqns], [lax.slice_p])
+    jaxpr = jax.make_jaxpr(lambda x: x[None, :, 0])(x)
+    self.assertEqual([e.primitive for e in jaxpr.eqns],
+                     [lax.slice_p, lax.reshape_p])
+    self.assertArraysEqual(x[None, :, 0], np.ones((1, 3)))
+    jaxpr = jax.make_jaxpr(lambda x: x[:, None])(x)
+    self.assertEqual([e.primitive for e in jaxpr.eqns],
+                     [lax.broadcast_in_dim_p])
+
+  def test_traced_int_uses_dynamic_slice(self):
+    f = lambda x, i: x[i, ::2, ..., None, -1]
+    x = np.arange(60.).reshape(3, 4, 5)
+    jaxpr = jax.make_jaxpr(f)(x, 1)
+    prims = _primitives(jaxpr)
+    self.assertIn("dynamic_slice", prims)
+    _no_gather_scatter(self, jaxpr, "get")
+    for i in [-3, -1, 0, 2]:
+      self.assertArraysEqual(jax.jit(f)(x, i), x[i, ::2, ..., None, -1])
+    # Out of bounds traced indices clamp, as upstream's dynamic_slice does.
+    self.assertArraysEqual(jax.jit(f)(x, 7), x[2, ::2, ..., None, -1])
+    # mode='fill' needs a gather to fill out-of-bounds values.
+    g = lambda x, i: x.at[i, ::2].get(mode="fill", fill_value=-1)
+    self.assertIn("gather", _primitives(jax.make_jaxpr(g)(x, 1)))
+    self.assertArraysEqual(jax.jit(g)(x, 7), np.full((2, 5), -1.))
+
+  def test_static_out_of_bounds_int(self):
+    x = jnp.arange(5.)
+    # Gets clamp (as upstream's gather does), with slices.
+    self.assertEqual(float(x[10]), 4.)
+    self.assertEqual(float(x[-10]), 0.)
+    _no_gather_scatter(self, jax.make_jaxpr(lambda x: x[..., 10])(x), "get")
+    self.assertTrue(np.isnan(x.at[10].get(mode="fill")))
+    # Updates drop out-of-bounds updates by default: that needs the scatter.
+    self.assertArraysEqual(x.at[10].set(9.), x)
+    self.assertIn("scatter",
+                  _primitives(jax.make_jaxpr(lambda x: x.at[10].set(9.))(x)))
+    # mode='clip' clamps like dynamic_update_slice.
+    self.assertArraysEqual(x.at[10].set(9., mode="clip"),
+                           np.array([0., 1., 2., 3., 9.]))
+    _no_gather_scatter(
+        self, jax.make_jaxpr(lambda x: x.at[10].set(9., mode="clip"))(x),
+        "set")
+
+  @jtu.sample_product(op=["set", "add", "multiply", "min", "max", "divide",
+                          "power", "get"])
+  def test_update_ops(self, op):
+    a = np.arange(1., 61.).reshape(3, 4, 5).astype(np.float32)
+    v = np.float32(2.5)
+    np_ops = {
+        "set": lambda s, v: np.broadcast_to(v, s.shape),
+        "add": lambda s, v: s + v, "multiply": lambda s, v: s * v,
+        "min": np.minimum, "max": np.maximum, "divide": lambda s, v: s / v,
+        "power": lambda s, v: s ** v}
+    for idx in [np.s_[..., 0], np.s_[::2, ..., ::-3], np.s_[None, ..., -1],
+                np.s_[1:, None, 3:0:-2], np.s_[-1, 2]]:
+      f = lambda x: (getattr(x.at[idx], op)(v) if op != "get"
+                     else x.at[idx].get())
+      jaxpr = jax.make_jaxpr(f)(a)
+      _no_gather_scatter(self, jaxpr, op)
+      _no_gather_scatter(self, jax.make_jaxpr(jax.grad(
+          lambda x: f(x).sum()))(a), f"grad of {op}")
+      if op == "get":
+        expected = a[idx]
+      else:
+        expected = a.copy()
+        expected[idx] = np_ops[op](a[idx], v)
+      self.assertAllClose(f(jnp.asarray(a)), expected, rtol=1e-6)
+
+  def test_traced_update_index_needs_clip(self):
+    x = np.arange(12.).reshape(3, 4)
+    f = lambda x, i: x.at[i, 1:].set(-1.)
+    self.assertIn("scatter", _primitives(jax.make_jaxpr(f)(x, 1)))
+    # Out of bounds updates are dropped.
+    self.assertArraysEqual(jax.jit(f)(x, 5), x)
+    g = lambda x, i: x.at[i, 1:].add(10., mode="clip")
+    jaxpr = jax.make_jaxpr(g)(x, 1)
+    self.assertIn("dynamic_update_slice", _primitives(jaxpr))
+    _no_gather_scatter(self, jaxpr, "add")
+    for i in [-5, -1, 0, 1, 7]:
+      expected = x.copy()
+      expected[min(max(i + 3 if i < 0 else i, 0), 2), 1:] += 10.
+      self.assertArraysEqual(jax.jit(g)(x, i), expected)
+    _no_gather_scatter(self, jax.make_jaxpr(jax.grad(
+        lambda x, i: g(x, i).sum()))(x, 1), "grad")
+
+  def test_update_dtype_promotion_falls_back(self):
+    # int x, float y: the scatter works in float32 and casts back, so large
+    # ints elsewhere in x change too; stay on the scatter to keep that.
+    x = jnp.array([2 ** 24 + 1, 3], dtype=jnp.int32)
+    with jax.numpy_dtype_promotion("standard"):
+      with self.assertWarns(FutureWarning):
+        out = x.at[1].set(1.5)
+      with self.assertWarns(FutureWarning):
+        jaxpr = jax.make_jaxpr(lambda x: x.at[1].set(1.5))(x)
+    self.assertEqual(int(out[0]), int(np.float32(2 ** 24 + 1)))
+    self.assertIn("scatter", _primitives(jaxpr))
+    self.assertEqual(out.dtype, jnp.int32)
+    # Same-dtype updates keep weak types as the scatter does.
+    from jax._src.lax import lax as lax_internal
+    w = lax_internal._convert_element_type(np.ones(3, np.float32),
+                                           np.float32, weak_type=True)
+    self.assertTrue(w.weak_type)
+    self.assertTrue(w.at[0].set(2.).weak_type)
+    self.assertTrue(w.at[::2].add(2.).weak_type)
+
+  def test_empty_update_is_identity(self):
+    x = jnp.arange(6.).reshape(2, 3)
+    self.assertArraysEqual(x.at[:, 2:1].set(jnp.ones(5)), x)
+    self.assertArraysEqual(x.at[1:1].add(3.), x)
+
+  def test_errors_match_gather_path(self):
+    x = jnp.ones((2, 3))
+    with self.assertRaisesRegex(IndexError, "Too many indices"):
+      x[0, 0, 0]
+    with self.assertRaises(IndexError):
+      x[..., 0, ...]
+    with self.assertRaises(ValueError):
+      x[::0]
+    with self.assertRaisesRegex(IndexError, "size 0"):
+      jnp.ones((0, 3))[..., 0, :]
+    with self.assertRaises(TypeError):
+      x[..., 1.5]
+    with self.assertRaisesRegex(ValueError, "Unknown gather mode"):
+      x.at[..., ::2].get(mode="bogus")
+    with self.assertRaisesRegex(ValueError, "must be a scalar"):
+      x.at[None, 0].get(fill_value=np.ones(2))
+    with self.assertRaisesRegex(ValueError, "Incompatible shapes"):
+      x.at[..., 0].set(jnp.ones(3))
+
+  def test_sharded_arrays_fall_back_to_gather(self):
+    devices = np.array(jax.devices()[:2])
+    if len(devices) < 2:
+      self.skipTest("needs 2 devices")
+    mesh = Mesh(devices, ("x",))
+    a = np.arange(24.).reshape(4, 6)
+    x = jax.device_put(a, NamedSharding(mesh, P("x")))
+    take = lax_numpy._attempt_rewriting_take_via_slice
+    self.assertIsNone(take(x, (Ellipsis, 0), None))
+    self.assertIsNone(take(x, (slice(None, None, 2),), None))
+    self.assertIsNone(take(x, (None,), None))
+    self.assertIsNotNone(take(x, (Ellipsis, slice(None, None, -1)), None))
+    self.assertIsNone(lax_numpy._attempt_rewriting_update_via_slice(
+        x, (Ellipsis, 0), jnp.float32(1.), "set", None))
+    for idx in [np.s_[..., 0], np.s_[::2, None], np.s_[..., ::-1], np.s_[-1]]:
+      self.assertArraysEqual(x[idx], a[idx])
+      expected = a.copy()
+      expected[idx] = 7.
+      self.assertArraysEqual(x.at[idx].set(7.), expected)
+
+  def test_symbolic_shapes_fall_back_to_gather(self):
+    export = _import_export()
+    arg = jax.ShapeDtypeStruct(export.symbolic_shape("b, 4"), np.float32)
+    for get in [lambda x: x[..., 0], lambda x: x[:, 0], lambda x: x[0, None],
+                lambda x: x[None, ..., -1], lambda x: x[..., ::-2],
+                lambda x: x[1:3]]:
+      jaxpr = jax.make_jaxpr(get)(arg)
+      self.assertIn("gather", _primitives(jaxpr))
+    exp = export.export(jax.jit(lambda x: x[None, ..., ::-2]))(arg)
+    a = np.arange(12., dtype=np.float32).reshape(3, 4)
+    self.assertArraysEqual(export.call(exp)(a), a[None, ..., ::-2])
+
+  def test_random_basic_indices(self):
+    """Property test: random basic indices agree with NumPy, no gather."""
+    rng = np.random.RandomState(0)
+    n_cases = 200
+    for case in range(n_cases):
+      ndim = rng.randint(0, 5)
+      shape = tuple(int(s) for s in rng.randint(0, 6, size=ndim))
+      idx = _random_basic_index(rng, shape)
+      a = np.asarray(rng.randn(*shape), dtype=np.float32)
+      expected = a[idx]
+      msg = f"case {case}: shape={shape} idx={idx!r}"
+      x = jnp.asarray(a)
+      out = x[idx]
+      self.assertEqual(out.shape, expected.shape, msg)
+      self.assertArraysEqual(out, expected, err_msg=msg)
+      get = lambda x: x[idx]
+      _no_gather_scatter(self, jax.make_jaxpr(get)(a), "get " + msg)
+      _no_gather_scatter(
+          self, jax.make_jaxpr(jax.grad(lambda x: get(x).sum()))(a),
+          "grad " + msg)
+      v = np.asarray(rng.randn(*expected.shape), dtype=np.float32)
+      setf = lambda x, v: x.at[idx].set(v)
+      _no_gather_scatter(self, jax.make_jaxpr(setf)(a, v), "set " + msg)
+      _no_gather_scatter(
+          self, jax.make_jaxpr(jax.grad(lambda x, v: setf(x, v).sum(),
+                                        argnums=(0, 1)))(a, v),
+          "grad set " + msg)
+      if case % 3 == 0:
+        b = a.copy()
+        b[idx] = v
+        self.assertArraysEqual(setf(x, v), b, err_msg=msg)
+        b = a.copy()
+        b[idx] += v
+        self.assertArraysEqual(x.at[idx].add(v), b, err_msg=msg)
+      if case % 10 == 0 and a.size:
+        jtu.check_grads(lambda x: get(x) * 2., (a,), order=1,
+                        modes=["rev"], atol=1e-2, rtol=1e-2)
+
+
+# Cases run on both upstream 0.4.26 (subprocess) and this tree: results
+# (values, dtypes, weak types), errors and warnings must agree. Strings "dN"
+# in an index stand for a traced integer N (passed to a jitted function).
+_COMPARE_WORKER = r'''
+import pickle, sys, warnings
+import numpy as np
+import jax, jax.numpy as jnp
+from jax._src.lax import lax as lax_internal
+
+def _array(shape, dtype, weak):
+  a = (np.arange(int(np.prod(shape))) % 7 - 2).reshape(shape).astype(dtype)
+  return lax_internal._convert_element_type(a, np.dtype(dtype), weak)
+
+def _run_case(case):
+  shape, dtype, weak, idx, op, value, kw = case
+  x = _array(shape, dtype, weak)
+  idx_t = idx if isinstance(idx, tuple) else (idx,)
+  dyn = [i for i, e in enumerate(idx_t) if isinstance(e, str)]
+  def f(x, *dvals):
+    full = list(idx_t)
+    for i, d in zip(dyn, dvals):
+      full[i] = d
+    full = tuple(full) if isinstance(idx, tuple) else full[0]
+    if op == "getitem":
+      return x[full]
+    return getattr(x.at[full], op)(value, **kw) if op != "get" else (
+        x.at[full].get(**kw))
+  dvals = [np.int32(int(idx_t[i][1:])) for i in dyn]
+  with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    try:
+      out = jax.jit(f)(x, *dvals) if dyn else f(x)
+      res = ("ok", np.asarray(out), str(out.dtype), bool(out.weak_type))
+    except Exception as e:
+      res = ("error", type(e).__name__, str(e).split("\n")[0])
+  return res + (sorted({c.category.__name__ for c in w}),)
+
+def run_all(cases):
+  return [_run_case(c) for c in cases]
+
+if __name__ == "__main__":
+  with open(sys.argv[1], "rb") as fh:
+    cases = pickle.load(fh)
+  with open(sys.argv[2], "wb") as fh:
+    pickle.dump(run_all(cases), fh)
+'''
+
+
+def _compare_cases() -> list:
+  rng = np.random.RandomState(1)
+  cases = []
+  shapes = [(3, 4, 5), (4,), (2, 0, 3), (), (5, 1)]
+  for shape in shapes:
+    for _ in range(8):
+      idx = _random_basic_index(rng, shape)
+      cases.append((shape, "float32", False, idx, "getitem", None, {}))
+      cases.append((shape, "float32", False, idx, "set", 3.5, {}))
+  s = (3, 4, 5)
+  special = [
+      np.s_[..., 0], np.s_[::2, ..., ::-3], np.s_[None, ..., -1],
+      np.s_[-1], np.s_[7], np.s_[-9], np.s_[..., 5], np.s_[1, 9, ...],
+      np.s_[0, 0, 0, 0], np.s_[..., 0, ...], np.s_[::0], np.s_[1.5],
+      np.s_[True], np.s_[..., False], np.s_[np.int8(-1), None],
+      np.s_[np.array(1)], np.s_[np.array(-1), ::2], np.s_[np.uint8(2)],
+      np.s_["d1"], np.s_["d-1", ::2, None], np.s_["d7", ..., -1],
+      np.s_[..., "d2"], np.s_[1, "d-9"], np.s_[..., [0, 1]],
+      np.s_[np.int64(2):None:np.int32(-1)], np.s_[::-1], np.s_[:],
+      np.s_[...], np.s_[()], np.s_[None], np.s_[slice(1, 2, None), 0],
+      np.s_[2 ** 31], np.s_[..., -2 ** 31 - 2], np.s_[2 ** 40:-2 ** 70:-1],
+  ]
+  dtypes = [("float32", False), ("int32", True), ("uint8", False),
+            ("bool", False)]
+  k = 0
+  for idx in special:
+    for dtype, weak in [("float32", False), ("int32", True), ("bool", False)]:
+      cases.append((s, dtype, weak, idx, "getitem", None, {}))
+    ops = [
+        ("set", 7, {}), ("set", 2.5, {}), ("add", 1, {}),
+        ("add", np.float32(1.25), {}), ("multiply", 3, {}),
+        ("min", 0, {}), ("max", 1, {}), ("set", 1, {"mode": "clip"}),
+        ("add", 2, {"mode": "drop"}), ("set", 2, {"mode": "promise_in_bounds"}),
+        ("get", None, {"mode": "fill", "fill_value": -1}),
+        ("get", None, {"mode": "clip"}), ("get", None, {"mode": "bogus"}),
+        ("get", None, {"mode": "promise_inbounds"}),
+        ("set", np.ones(4, np.float32), {}), ("set", True, {}),
+        ("divide", 2, {}), ("power", 2, {}),
+        ("set", 1, {"mode": "bogus"}), ("set", "x", {})]
+    # Half of the operations per index, alternating, to keep the test short.
+    for op, value, kw in ops[len(cases) % 2::2]:
+      k += 1
+      dtype, weak = dtypes[k % 4]
+      cases.append((s, dtype, weak, idx, op, value, kw))
+  return cases
+
+
+class UpstreamParityTest(jtu.JaxTestCase):
+
+  def test_same_results_errors_and_warnings_as_upstream(self):
+    bench_dir = str(REPO / "benchmarks")
+    sys.path.insert(0, bench_dir)
+    try:
+      import _common
+    finally:
+      sys.path.remove(bench_dir)
+    cases = _compare_cases()
+    namespace: dict = {"__name__": "worker"}
+    exec(compile(_COMPARE_WORKER, "worker", "exec"), namespace)
+    with tempfile.TemporaryDirectory() as tmp:
+      worker = Path(tmp) / "worker.py"
+      worker.write_text(_COMPARE_WORKER)
+      cases_file, out_file = Path(tmp) / "cases", Path(tmp) / "out"
+      with open(cases_file, "wb") as fh:
+        pickle.dump(cases, fh)
+      env = _common.env_for("upstream")
+      env["JAX_PLATFORMS"] = "cpu"
+      env["XLA_FLAGS"] = ""
+      upstream = subprocess.Popen(
+          [sys.executable, str(worker), str(cases_file), str(out_file)],
+          env=env)
+      try:
+        # The worker runs with JAX's default (standard) dtype promotion.
+        with jax.numpy_dtype_promotion("standard"):
+          ours = namespace["run_all"](cases)
+        self.assertEqual(upstream.wait(timeout=600), 0)
+      finally:
+        if upstream.poll() is None:
+          upstream.kill()
+      with open(out_file, "rb") as fh:
+        theirs = pickle.load(fh)
+    self.assertEqual(len(ours), len(theirs))
+    n_ok = 0
+    for case, a, b in zip(cases, ours, theirs):
+      msg = f"case {case}: ours={a!r} upstream={b!r}"
+      self.assertEqual(a[0], b[0], msg)
+      if a[0] == "ok":
+        n_ok += 1
+        self.assertEqual(a[2:], b[2:], msg)
+        np.testing.assert_array_equal(a[1], b[1], err_msg=msg)
+        self.assertEqual(a[1].shape, b[1].shape, msg)
+      else:
+        self.assertEqual(a[1:], b[1:], msg)
+    self.assertGreater(n_ok, len(cases) // 2)
+
+
+if __name__ == "__main__":
+  absltest.main(testLoader=jtu.JaxTestLoader())

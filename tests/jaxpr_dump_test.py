@@ -1,0 +1,714 @@
+# Copyright 2026 The JAX fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Jaxpr dumps (jax_dump_ir_*): local files, naming, AOT identity, faults.
+
+The remote (GCS emulator) and browser (Chromium) checks live in
+jaxpr_dump_gcs_test.py and jaxpr_dump_html_test.py.
+"""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import warnings
+
+from absl.testing import absltest
+import numpy as np
+
+import jax
+from jax import lax
+import jax.numpy as jnp
+from jax._src import config
+from jax._src import jaxpr_dump
+from jax._src import sourcemap
+from jax._src import test_util as jtu
+
+_OPTIONS = ("jax_dump_ir_to", "jax_dump_ir_modes", "jax_dump_ir_filter",
+            "jax_dump_ir_local_dir", "jax_dump_ir_delete_local_after")
+
+# jax_<12 hex token>-<6 digit counter>_<sanitized name>.<ext>
+_NAME_RE = re.compile(
+    r"^jax_(?P<id>[0-9a-f]{12}-\d{6})_(?P<name>[A-Za-z0-9_.-]+?)"
+    r"\.(?P<ext>jaxpr\.txt|jaxpr\.txt\.map|jaxpr\.html)$")
+
+_B64 = {c: i for i, c in enumerate(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")}
+
+
+def decode_mappings(mappings: str) -> list[list[tuple[int, ...]]]:
+  """Decodes TC39 'mappings' into per-line absolute segments (a test oracle)."""
+  out, src, line, col = [], 0, 0, 0
+  for line_text in mappings.split(";"):
+    segs, gen = [], 0
+    for seg in filter(None, line_text.split(",")):
+      fields, value, shift = [], 0, 0
+      for ch in seg:
+        d = _B64[ch]
+        value += (d & 31) << shift
+        if d & 32:
+          shift += 5
+          continue
+        fields.append(-(value >> 1) if value & 1 else value >> 1)
+        value = shift = 0
+      gen += fields[0]
+      if len(fields) >= 4:
+        src, line, col = src + fields[1], line + fields[2], col + fields[3]
+        segs.append((gen, src, line, col))
+      else:
+        segs.append((gen,))
+    out.append(segs)
+  return out
+
+
+def source_line_of(marker: str) -> int:
+  """The 1-based line of this file that contains `marker` (once)."""
+  with open(__file__, encoding="utf-8") as f:
+    hits = [i + 1 for i, l in enumerate(f) if l.rstrip().endswith(marker)]
+  assert len(hits) == 1, (marker, hits)
+  return hits[0]
+
+
+# The realistic train step: a small MLP, a scan over micro-batches, remat
+# on each layer, and an Adam update.
+
+def init_params(key, sizes=(8, 16, 16, 4)):
+  keys = jax.random.split(key, len(sizes) - 1)
+  return [{"w": jax.random.normal(k, (m, n), jnp.float32) / np.sqrt(m),
+           "b": jnp.zeros((n,), jnp.float32)}
+          for k, m, n in zip(keys, sizes[:-1], sizes[1:])]
+
+
+def mlp(params, x):
+  @jax.checkpoint
+  def layer(h, p):
+    return jnp.tanh(h @ p["w"] + p["b"])  # MARK:layer
+  for p in params[:-1]:
+    x = layer(x, p)
+  return x @ params[-1]["w"] + params[-1]["b"]
+
+
+def loss_fn(params, batch):
+  xs, ys = batch
+  def micro_batch(total, xy):
+    x, y = xy
+    return total + jnp.mean((mlp(params, x) - y) ** 2), None
+  total, _ = lax.scan(micro_batch, jnp.float32(0), (xs, ys))
+  return total / xs.shape[0]
+
+
+def train_step(params, opt_state, batch):
+  loss, grads = jax.value_and_grad(loss_fn)(params, batch)
+  m, v, t = opt_state
+  t = t + 1
+  tmap = jax.tree_util.tree_map
+  m = tmap(lambda m, g: 0.9 * m + 0.1 * g, m, grads)
+  v = tmap(lambda v, g: 0.999 * v + 0.001 * g * g, v, grads)
+  corr1 = 1 - 0.9 ** t.astype(jnp.float32)
+  corr2 = 1 - 0.999 ** t.astype(jnp.float32)
+  params = tmap(lambda p, m, v: p - 1e-2 * (m / corr1) /
+                (jnp.sqrt(v / corr2) + 1e-8), params, m, v)
+  return params, (m, v, t), loss
+
+
+def train_inputs():
+  params = init_params(jax.random.key(0))
+  zeros = jax.tree_util.tree_map(jnp.zeros_like, params)
+  opt_state = (zeros, zeros, jnp.zeros((), jnp.int32))
+  xs = jax.random.normal(jax.random.key(1), (3, 2, 8), jnp.float32)
+  ys = jax.random.normal(jax.random.key(2), (3, 2, 4), jnp.float32)
+  return params, opt_state, (xs, ys)
+
+
+def _child_main(how: str, out: str) -> None:
+  """Run in a subprocess: dump train_step via `how` in {'call', 'aot'}."""
+  args = train_inputs()
+  jax.config.update("jax_dump_ir_to", out)
+  jax.config.update("jax_dump_ir_modes", "jaxpr")
+  jax.config.update("jax_dump_ir_filter", "^train_step$")
+  step = jax.jit(train_step)
+  if how == "aot":
+    step.lower(*jax.tree_util.tree_map(
+        lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), args))
+  else:
+    jax.block_until_ready(step(*args))
+
+
+def run_child(how: str, out: str) -> None:
+  code = textwrap.dedent(f"""
+      import importlib.util, sys
+      spec = importlib.util.spec_from_file_location(
+          "jaxpr_dump_test", {__file__!r})
+      mod = importlib.util.module_from_spec(spec)
+      spec.loader.exec_module(mod)
+      mod._child_main({how!r}, {out!r})
+  """)
+  env = dict(os.environ, JAX_PLATFORMS="cpu")
+  subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                 timeout=240, capture_output=True)
+
+
+@jtu.with_config(jax_numpy_rank_promotion="allow")
+class DumpTestCase(jtu.JaxTestCase):
+  """Restores the dump options and gives each test a fresh directory."""
+
+  def setUp(self):
+    super().setUp()
+    saved = {k: config._read(k) for k in _OPTIONS}
+    self.addCleanup(lambda: [jax.config.update(k, v)
+                             for k, v in saved.items()])
+    jax.clear_caches()  # Every test lowers afresh.
+    self.dump_dir = self.make_dir()
+
+  def make_dir(self) -> str:
+    d = tempfile.mkdtemp(prefix="jaxpr_dump_test_")
+    self.addCleanup(shutil.rmtree, d, ignore_errors=True)
+    return d
+
+  def configure(self, *, to=None, modes="jaxpr,jaxpr_html", filter="",
+                local_dir="", delete_local_after=True):
+    jax.config.update("jax_dump_ir_modes", modes)
+    jax.config.update("jax_dump_ir_filter", filter)
+    jax.config.update("jax_dump_ir_local_dir", local_dir)
+    jax.config.update("jax_dump_ir_delete_local_after", delete_local_after)
+    jax.config.update("jax_dump_ir_to", self.dump_dir if to is None else to)
+
+  def dumps(self, directory=None, ext="jaxpr.txt"):
+    """{function name: [file names]} of the dumps with extension `ext`."""
+    out: dict[str, list[str]] = {}
+    for f in sorted(os.listdir(directory or self.dump_dir)):
+      m = _NAME_RE.match(f)
+      if m and m["ext"] == ext:
+        out.setdefault(m["name"], []).append(f)
+    return out
+
+  def read(self, name, directory=None):
+    with open(os.path.join(directory or self.dump_dir, name), "rb") as f:
+      return f.read()
+
+
+class ConfigTest(DumpTestCase):
+
+  def test_defaults(self):
+    out = subprocess.run(
+        [sys.executable, "-c",
+         "import jax; r = jax.config.read; print(repr((r('jax_dump_ir_to'), "
+         "r('jax_dump_ir_modes'), r('jax_dump_ir_filter'), "
+         "r('jax_dump_ir_local_dir'), r('jax_dump_ir_delete_local_after'))))"],
+        env={k: v for k, v in os.environ.items()
+             if not k.startswith("JAX_DUMP_IR")},
+        check=True, capture_output=True, text=True, timeout=120)
+    self.assertEqual(out.stdout.strip(),
+                     repr(("", "stablehlo", "", "", True)))
+
+  def test_env_vars_and_absl_flags(self):
+    code = textwrap.dedent("""
+        import sys, warnings
+        warnings.simplefilter("always")
+        import jax
+        jax.config.parse_flags_with_absl()
+        r = jax.config.read
+        print(repr((r('jax_dump_ir_to'), r('jax_dump_ir_modes'),
+                    r('jax_dump_ir_filter'), r('jax_dump_ir_local_dir'),
+                    r('jax_dump_ir_delete_local_after'))))
+    """)
+    env = dict(os.environ, JAX_DUMP_IR_TO="gs://b/p",
+               JAX_DUMP_IR_MODES="jaxpr,stablehlo",
+               JAX_DUMP_IR_FILTER="^train_step$",
+               JAX_DUMP_IR_LOCAL_DIR="/tmp/staging",
+               JAX_DUMP_IR_DELETE_LOCAL_AFTER="false")
+    out = subprocess.run(
+        [sys.executable, "-c", code, "--jax_dump_ir_modes=jaxpr_html"],
+        env=env, check=True, capture_output=True, text=True, timeout=120)
+    self.assertEqual(out.stdout.strip(), repr(
+        ("gs://b/p", "jaxpr_html", "^train_step$", "/tmp/staging", False)))
+
+  def test_invalid_env_values_warn_and_keep_defaults(self):
+    env = dict(os.environ, JAX_DUMP_IR_MODES="jaxpr,bogus",
+               JAX_DUMP_IR_FILTER="(unclosed",
+               JAX_DUMP_IR_DELETE_LOCAL_AFTER="maybe")
+    out = subprocess.run(
+        [sys.executable, "-W", "always", "-c",
+         "import jax; r = jax.config.read; print(repr((r('jax_dump_ir_modes'),"
+         " r('jax_dump_ir_filter'), r('jax_dump_ir_delete_local_after'))))"],
+        env=env, check=True, capture_output=True, text=True, timeout=120)
+    self.assertEqual(out.stdout.strip(), repr(("stablehlo", "", True)))
+    self.assertIn("JAX_DUMP_IR_MODES='jaxpr,bogus'", out.stderr)
+    self.assertIn("'bogus'", out.stderr)
+    self.assertIn("JAX_DUMP_IR_FILTER='(unclosed'", out.stderr)
+    self.assertIn("JAX_DUMP_IR_DELETE_LOCAL_AFTER='maybe'", out.stderr)
+
+  def test_update_validates(self):
+    jax.config.update("jax_dump_ir_modes", " jaxpr , stablehlo ")
+    with self.assertRaisesRegex(ValueError, r"unknown mode\(s\) 'hlo'.*"
+                                r"stablehlo, jaxpr, jaxpr_html"):
+      jax.config.update("jax_dump_ir_modes", "jaxpr,hlo")
+    with self.assertRaisesRegex(ValueError, "not a valid regular expression"):
+      jax.config.update("jax_dump_ir_filter", "train_(step")
+    with self.assertRaisesRegex(TypeError, "must be a comma-separated string"):
+      jax.config.update("jax_dump_ir_modes", ["jaxpr"])
+    with self.assertRaisesRegex(TypeError, "must be a bool"):
+      jax.config.update("jax_dump_ir_delete_local_after", "yes")
+    with self.assertRaisesRegex(TypeError, "must be a path or URL string"):
+      jax.config.update("jax_dump_ir_to", 3)
+    # A rejected value leaves the previous one in place.
+    self.assertEqual(config._read("jax_dump_ir_modes"), " jaxpr , stablehlo ")
+    self.assertEqual(jaxpr_dump.modes(), {"jaxpr", "stablehlo"})
+    self.assertEqual(config._read("jax_dump_ir_filter"), "")
+
+  def test_invalid_values_leave_computation_alone(self):
+    self.configure(modes="jaxpr")
+    with self.assertRaises(ValueError):
+      jax.config.update("jax_dump_ir_modes", "jaxpr,everything")
+    with self.assertRaises(ValueError):
+      jax.config.update("jax_dump_ir_filter", "*")
+    f = jax.jit(lambda x: x * 3.0)
+    np.testing.assert_allclose(f(np.float32(2.0)), 6.0)
+    self.assertLen(self.dumps(), 1)
+
+
+class LocalDumpTest(DumpTestCase):
+
+  def test_jaxpr_matches_make_jaxpr(self):
+    def model(x, w):
+      return jnp.sin(x @ w).sum()
+    x = np.ones((2, 3), np.float32)
+    w = np.ones((3, 4), np.float32)
+    self.configure(modes="jaxpr", filter="^model$")
+    out = jax.jit(model)(x, w)
+    np.testing.assert_allclose(out, np.sin(x @ w).sum(), rtol=1e-6)
+    (name,), = self.dumps().values()
+    self.assertEqual(self.read(name).decode(),
+                     str(jax.make_jaxpr(model)(x, w)) + "\n")
+    self.assertEqual(self.dumps(ext="jaxpr.html"), {})
+    source_map = json.loads(self.read(name + ".map"))
+    self.assertEqual(source_map["version"], 3)
+    self.assertEqual(source_map["sources"], [__file__])
+    with open(__file__, encoding="utf-8") as f:
+      self.assertEqual(source_map["sourcesContent"], [f.read()])
+
+  def test_source_map_points_at_the_equations_lines(self):
+    def model(x):
+      y = jnp.sin(x)  # MARK:sin
+      return jnp.cos(y) * 2.0  # MARK:cos
+    self.configure(modes="jaxpr", filter="^model$")
+    jax.jit(model)(np.ones(3, np.float32))
+    (name,), = self.dumps().values()
+    text = self.read(name).decode()
+    map_json = self.read(name + ".map")
+    lines = decode_mappings(json.loads(map_json)["mappings"])
+    # One group per line of the file, the empty one after its final newline
+    # included.
+    self.assertTrue(text.endswith("\n"))
+    self.assertLen(lines, len(text.split("\n")))
+    # The fork's own decoder reads it the same way.
+    decoded = sourcemap.SourceMap.from_json(map_json)
+    self.assertEqual([[tuple(seg) for seg in line]
+                      for line in decoded.mappings], lines)
+    found = {}
+    for line_text, segs in zip(text.split("\n"), lines):
+      for i, seg in enumerate(segs):
+        if len(seg) < 4:
+          continue
+        end = segs[i + 1][0] if i + 1 < len(segs) else len(line_text)
+        found[line_text[seg[0]:end]] = seg[2] + 1
+    by_prim = {p: [l for t, l in found.items() if f"= {p} " in t]
+               for p in ("sin", "cos", "mul")}
+    self.assertEqual(by_prim["sin"], [source_line_of("# MARK:sin")])
+    self.assertEqual(by_prim["cos"], [source_line_of("# MARK:cos")])
+    self.assertEqual(by_prim["mul"], [source_line_of("# MARK:cos")])
+
+  def test_modes_select_files(self):
+    f = lambda x: x + 1.0
+    x = np.float32(1)
+    for modes, exts in [
+        ("stablehlo", {".mlir"}),
+        ("jaxpr", {".jaxpr.txt", ".jaxpr.txt.map"}),
+        ("jaxpr_html", {".jaxpr.html"}),
+        ("", set()),
+        ("stablehlo,jaxpr,jaxpr_html",
+         {".mlir", ".jaxpr.txt", ".jaxpr.txt.map", ".jaxpr.html"})]:
+      with self.subTest(modes=modes):
+        jax.clear_caches()
+        d = self.make_dir()
+        self.configure(to=d, modes=modes)
+        jax.jit(f)(x)
+        got = {re.sub(r"^[^.]*", "", n) for n in os.listdir(d)}
+        self.assertEqual(got, exts)
+
+  def test_stablehlo_default_is_upstream_behaviour(self):
+    def g(x):
+      return x * 2.0
+    x = np.float32(1)
+    jax.config.update("jax_dump_ir_to", self.dump_dir)
+    jax.jit(g)(x)
+    names = os.listdir(self.dump_dir)
+    self.assertLen(names, 1)
+    self.assertRegex(names[0], r"^jax_ir\d+_jit_g_compile\.mlir$")
+    text = self.read(names[0]).decode()
+    self.assertIn("func.func public @main", text)
+    self.assertIn("stablehlo.multiply", text)
+
+  def test_filter_applies_to_every_mode(self):
+    def train_step(x):
+      return x - 1.0
+    def eval_step(x):
+      return x + 1.0
+    x = np.float32(1)
+    self.configure(modes="stablehlo,jaxpr", filter="^train_step$")
+    jax.jit(train_step)(x)
+    jax.jit(eval_step)(x)
+    jax.jit(train_step).lower(x)
+    self.assertEqual(list(self.dumps()), ["train_step"])
+    mlir = [n for n in os.listdir(self.dump_dir) if n.endswith(".mlir")]
+    self.assertLen(mlir, 1)
+    self.assertIn("jit_train_step", mlir[0])
+
+  def test_each_signature_dumped_once(self):
+    def step(x, n):
+      return x * n
+    f = jax.jit(step, static_argnums=1)
+    self.configure(modes="jaxpr", filter="^step$")
+    a3, a4 = np.ones(3, np.float32), np.ones(4, np.float32)
+    f(a3, 2)
+    f(a3, 2)        # cached: no new lowering
+    f(a3 + 1, 2)    # same signature
+    f.lower(a3, 2)  # same jaxpr, lowered again by AOT
+    f(a4, 2)        # new shape
+    f(a3.astype(np.int32), 2)  # new dtype
+    f(a3, 3)        # new static argument
+    jax.clear_caches()
+    f(a3, 2)        # a new trace after clearing the caches
+    texts = [self.read(n).decode() for n in self.dumps()["step"]]
+    self.assertLen(texts, 5)
+    self.assertEqual(texts[0], texts[4])
+    self.assertIn("f32[4]", texts[1])
+    self.assertIn("i32[3]", texts[2])
+    self.assertIn("3.0", texts[3])
+
+  def test_path_objects_and_none(self):
+    def step(x):
+      return x + 4.0
+    self.configure(to=pathlib.Path(self.dump_dir), modes="jaxpr")
+    jax.jit(step)(np.float32(1))
+    self.assertLen(self.dumps()["step"], 1)
+    jax.config.update("jax_dump_ir_to", None)  # Off, as in upstream.
+    jax.jit(step)(np.ones(2, np.float32))
+    self.assertLen(self.dumps()["step"], 1)
+
+  def test_aot_lower_dumps_without_running(self):
+    def step(x):
+      return jnp.exp(x)
+    self.configure(modes="jaxpr,jaxpr_html", filter="^step$")
+    jax.jit(step).lower(jax.ShapeDtypeStruct((5,), jnp.float32))
+    self.assertLen(self.dumps()["step"], 1)
+    self.assertLen(self.dumps(ext="jaxpr.html")["step"], 1)
+
+  def test_failing_lowering_still_leaves_its_jaxpr(self):
+    no_lowering_p = jax.core.Primitive("no_lowering_here")
+    no_lowering_p.def_abstract_eval(lambda x: x)
+    def broken(x):
+      return no_lowering_p.bind(x * 2.0)
+    self.configure(modes="jaxpr", filter="^broken$")
+    with self.assertRaisesRegex(NotImplementedError, "no_lowering_here"):
+      jax.jit(broken)(np.float32(1))
+    (name,), = self.dumps().values()
+    self.assertIn("no_lowering_here", self.read(name).decode())
+
+  def test_pmap_and_nested_jit(self):
+    def inner(x):
+      return x * 2.0
+    def outer(x):
+      return jax.jit(inner)(x) + 1.0
+    self.configure(modes="jaxpr")
+    jax.pmap(outer)(np.ones((2, 3), np.float32))
+    jax.jit(outer)(np.ones(3, np.float32))
+    dumps = self.dumps()
+    # Only top-level lowerings: `inner` is lowered inside its callers.
+    self.assertEqual(sorted(dumps), ["outer"])
+    self.assertLen(dumps["outer"], 2)
+
+  def test_train_step_result_unchanged(self):
+    args = train_inputs()
+    expected = jax.jit(train_step)(*args)
+    jax.clear_caches()
+    self.configure(modes="stablehlo,jaxpr,jaxpr_html")
+    got = jax.jit(train_step)(*args)
+    jax.tree_util.tree_map(np.testing.assert_array_equal, got, expected)
+    self.assertLen(self.dumps()["train_step"], 1)
+    text = self.read(self.dumps()["train_step"][0]).decode()
+    for prim in ("scan[", "remat2[", "dot_general[", "tanh", "sqrt"):
+      self.assertIn(prim, text)
+
+
+class AotIdentityTest(DumpTestCase):
+
+  def test_aot_and_call_dumps_identical_in_process(self):
+    args = train_inputs()
+    abstract = jax.tree_util.tree_map(
+        lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), args)
+    d_call = self.make_dir()
+    d_aot = self.make_dir()
+    self.configure(to=d_call, modes="jaxpr", filter="^train_step$")
+    jax.jit(train_step)(*args)
+    jax.clear_caches()
+    self.configure(to=d_aot, modes="jaxpr", filter="^train_step$")
+    jax.jit(train_step).lower(*abstract)
+    (call_txt,), = self.dumps(d_call).values()
+    (aot_txt,), = self.dumps(d_aot).values()
+    self.assertEqual(self.read(call_txt, d_call), self.read(aot_txt, d_aot))
+    self.assertEqual(self.read(call_txt + ".map", d_call),
+                     self.read(aot_txt + ".map", d_aot))
+
+  def test_aot_and_call_dumps_identical_across_processes(self):
+    # Two processes (an AOT compile job and a real run) writing to one
+    # destination: distinct file names, byte-identical contents.
+    results = {}
+    threads = [threading.Thread(
+        target=lambda how: results.setdefault(how, run_child(how,
+                                                             self.dump_dir)),
+        args=(how,)) for how in ("aot", "call")]
+    for t in threads:
+      t.start()
+    for t in threads:
+      t.join()
+    self.assertEqual(sorted(results), ["aot", "call"])
+    names = self.dumps()["train_step"]
+    self.assertLen(names, 2)
+    ids = {_NAME_RE.match(n)["id"].split("-")[0] for n in names}
+    self.assertLen(ids, 2)  # One token per process.
+    self.assertEqual(self.read(names[0]), self.read(names[1]))
+    self.assertEqual(self.read(names[0] + ".map"),
+                     self.read(names[1] + ".map"))
+    self.assertIn(b"scan[", self.read(names[0]))
+    self.assertIn(b"remat2[", self.read(names[0]))
+
+
+class NamingTest(DumpTestCase):
+
+  def test_names_are_sanitized(self):
+    def make(name):
+      def f(x):
+        return x + 1.0
+      f.__name__ = f.__qualname__ = name
+      return f
+    weird = ["<lambda>", "función", "a/b\\c:d*e?f\"g<h>i|j", "con", " .. ",
+             "x" * 400, "tab\tnew\nline", "名前"]
+    self.configure(modes="jaxpr,jaxpr_html")
+    for name in weird:
+      jax.jit(make(name))(np.float32(1))
+    files = os.listdir(self.dump_dir)
+    self.assertLen(files, 3 * len(weird))
+    for f in files:
+      self.assertRegex(f, _NAME_RE)
+      self.assertLessEqual(len(f.encode()), 255)
+    self.assertIn("_lambda_", "".join(files))
+    self.assertEqual(jaxpr_dump.sanitize_name("train_step"), "train_step")
+    self.assertEqual(jaxpr_dump.sanitize_name(""), "_")
+
+  def test_names_never_collide_across_threads(self):
+    # The same function name lowered concurrently from many threads.
+    self.configure(modes="jaxpr")
+    n = 16
+    def work(i):
+      def step(x):
+        return x * float(i)
+      jax.jit(step)(np.float32(1))
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(n)]
+    for t in threads:
+      t.start()
+    for t in threads:
+      t.join()
+    names = self.dumps()["step"]
+    self.assertLen(names, n)
+    ids = [_NAME_RE.match(name)["id"] for name in names]
+    self.assertLen(set(ids), n)
+    bodies = {self.read(name) for name in names}
+    self.assertLen(bodies, n)  # Nothing overwritten.
+
+  def test_forked_child_gets_a_new_token(self):
+    if not hasattr(os, "fork"):
+      self.skipTest("needs os.fork")
+    token = jaxpr_dump.new_dump_id().split("-")[0]
+    r, w = os.pipe()
+    with warnings.catch_warnings():
+      # JAX warns that forking a multithreaded process may deadlock; the
+      # child only formats an id and exits.
+      warnings.simplefilter("ignore", RuntimeWarning)
+      pid = os.fork()
+    if pid == 0:  # pragma: no cover (child)
+      os.close(r)
+      os.write(w, jaxpr_dump.new_dump_id().encode())
+      os._exit(0)
+    os.close(w)
+    child_id = os.read(r, 100).decode()
+    os.close(r)
+    os.waitpid(pid, 0)
+    self.assertNotEqual(child_id.split("-")[0], token)
+    self.assertEqual(child_id.split("-")[1], "000000")
+
+  def test_no_partial_files_left(self):
+    self.configure(modes="stablehlo,jaxpr,jaxpr_html")
+    jax.jit(lambda x: x - 2.0)(np.float32(1))
+    self.assertFalse([n for n in os.listdir(self.dump_dir)
+                      if n.startswith(".") or n.endswith(".tmp")])
+
+
+class FaultTest(DumpTestCase):
+
+  def setUp(self):
+    super().setUp()
+    def remove_fallback():
+      state = jaxpr_dump._state
+      if state.fallback_dir:
+        shutil.rmtree(state.fallback_dir, ignore_errors=True)
+        state.fallback_dir = None
+    self.addCleanup(remove_fallback)
+
+  def _check_runs(self):
+    def step(x):
+      return jnp.sin(x) * 3.0
+    x = np.linspace(0, 1, 5, dtype=np.float32)
+    with warnings.catch_warnings(record=True) as caught:
+      warnings.simplefilter("always")
+      out = jax.jit(step)(x)
+      jaxpr_dump.wait_for_uploads(30)
+    np.testing.assert_allclose(out, np.sin(x) * 3.0, rtol=1e-6)
+    return [str(w.message) for w in caught
+            if issubclass(w.category, jaxpr_dump.DumpIRWarning)]
+
+  def test_unwritable_local_directory(self):
+    blocker = os.path.join(self.dump_dir, "a_file")
+    with open(blocker, "w") as f:
+      f.write("not a directory")
+    dest = os.path.join(blocker, "dumps")  # mkdir fails: a file is in the way
+    self.configure(to=dest, modes="stablehlo,jaxpr,jaxpr_html")
+    msgs = self._check_runs()
+    self.assertNotEmpty(msgs)
+    kept = re.findall(r"(/\S+?\.(?:jaxpr\.txt\.map|jaxpr\.txt|jaxpr\.html|"
+                      r"mlir))(?=[,.] ?|$)", " ".join(msgs))
+    self.assertIn(dest, msgs[0])
+    # Nothing is lost: every file named in the warnings exists, complete.
+    self.assertLen({os.path.basename(k) for k in kept}, 4)
+    for k in kept:
+      self.assertTrue(os.path.isfile(k), k)
+      if k.endswith(".jaxpr.txt"):
+        with open(k) as f:
+          self.assertIn("sin", f.read())
+
+  def test_full_disk(self):
+    def no_space(path, data):
+      raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+    self.enter_context(absltest.mock.patch.object(
+        jaxpr_dump, "_write_local_file", no_space))
+    self.configure(modes="stablehlo,jaxpr,jaxpr_html")
+    msgs = self._check_runs()
+    self.assertNotEmpty(msgs)
+    self.assertTrue(all("No space left on device" in m for m in msgs), msgs)
+    self.assertTrue(any(".jaxpr.txt" in m and "Lost" in m for m in msgs))
+    self.assertEqual(os.listdir(self.dump_dir), [])  # No partial files.
+
+  def test_full_destination_keeps_files_in_fallback(self):
+    real = jaxpr_dump._write_local_file
+    dest = self.dump_dir
+    def full_dest(path, data):
+      if os.path.dirname(path) == dest:
+        with open(path, "wb") as f:
+          f.write(data[:3])  # A partial write, then the disk is full.
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+      real(path, data)
+    self.enter_context(absltest.mock.patch.object(
+        jaxpr_dump, "_write_local_file", full_dest))
+    self.configure(modes="jaxpr")
+    msgs = self._check_runs()
+    self.assertLen(msgs, 1)
+    self.assertIn("Kept them in", msgs[0])
+    self.assertEqual(os.listdir(dest), [])  # The partial file is removed.
+    kept = re.findall(r"(/\S+\.jaxpr\.txt)(?=[,.])",
+                      msgs[0].split("Kept them in")[1])
+    self.assertLen(set(kept), 1)
+    with open(kept[0]) as f:
+      self.assertIn("= sin", f.read())
+
+  def test_failure_while_printing(self):
+    def broken(closed_jaxpr):
+      raise RuntimeError("printer exploded")
+    self.enter_context(absltest.mock.patch.object(
+        jaxpr_dump, "jaxpr_text_and_regions", broken))
+    self.configure(modes="jaxpr")
+    msgs = self._check_runs()
+    self.assertLen(msgs, 1)
+    self.assertIn("printer exploded", msgs[0])
+    self.assertIn("'step'", msgs[0])
+
+  def test_unreachable_remote_keeps_staged_files(self):
+    staging = self.make_dir()
+    def refuse(local_path, dest):
+      raise ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
+    self.enter_context(absltest.mock.patch.object(
+        jaxpr_dump, "_upload_file", refuse))
+    self.configure(to="gs://bucket/run", modes="jaxpr,jaxpr_html",
+                   local_dir=staging)
+    msgs = self._check_runs()
+    self.assertLen(msgs, 1)
+    self.assertIn("Connection refused", msgs[0])
+    self.assertIn("gs://bucket/run", msgs[0])
+    staged = sorted(os.listdir(staging))
+    self.assertLen(staged, 3)
+    for name in staged:
+      self.assertIn(os.path.join(staging, name), msgs[0])
+
+  def test_upload_then_delete_only_after_success(self):
+    staging = self.make_dir()
+    remote = self.make_dir()
+    calls = []
+    def upload(local_path, dest):
+      calls.append(local_path)
+      self.assertTrue(os.path.exists(local_path))  # Still staged while sent.
+      with open(local_path, "rb") as src, open(
+          os.path.join(remote, os.path.basename(local_path)), "wb") as dst:
+        dst.write(src.read())
+    self.enter_context(absltest.mock.patch.object(
+        jaxpr_dump, "_upload_file", upload))
+    for delete in (True, False):
+      with self.subTest(delete_local_after=delete):
+        jax.clear_caches()
+        calls.clear()
+        self.configure(to="gs://bucket/x", modes="jaxpr,stablehlo",
+                       local_dir=staging, delete_local_after=delete)
+        self.assertEqual(self._check_runs(), [])
+        sent = sorted(os.path.basename(p) for p in calls)
+        self.assertLen(sent, 3)  # .mlir, .jaxpr.txt, .jaxpr.txt.map
+        self.assertContainsSubset(sent, os.listdir(remote))
+        self.assertEqual(sorted(os.listdir(staging)), [] if delete else sent)
+
+  def test_missing_sponge_directory(self):
+    self.configure(to="sponge", modes="jaxpr")
+    env = {k: v for k, v in os.environ.items()
+           if k != "TEST_UNDECLARED_OUTPUTS_DIR"}
+    self.enter_context(absltest.mock.patch.dict(os.environ, env, clear=True))
+    msgs = self._check_runs()
+    self.assertLen(msgs, 1)
+    self.assertIn("TEST_UNDECLARED_OUTPUTS_DIR", msgs[0])
+
+
+if __name__ == "__main__":
+  absltest.main(testLoader=jtu.JaxTestLoader())

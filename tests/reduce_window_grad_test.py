@@ -1,0 +1,381 @@
+# Copyright 2026 The JAX fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Reverse-mode AD of `lax.reduce_window` with generic reducers."""
+from __future__ import annotations
+
+import itertools
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import numpy as np
+
+import jax
+from jax import lax
+import jax.numpy as jnp
+from jax._src import test_util as jtu
+from jax._src.lax import lax as lax_internal
+from jax.test_util import check_grads
+
+jax.config.parse_flags_with_absl()
+
+
+def _mul(a, b):
+  return a * b
+
+def _add(a, b):
+  return a + b
+
+def _sub(a, b):
+  return a - b
+
+def _mean(a, b):
+  return (a + b) / 2
+
+# name -> (computation, init value)
+REDUCERS = {
+    "mul": (_mul, 1.),
+    "mul_init": (_mul, 1.5),
+    "add_init": (_add, 0.3),
+    "max": (jnp.maximum, -np.inf),
+    "min": (jnp.minimum, np.inf),
+    "logaddexp": (jnp.logaddexp, -np.inf),
+    "logaddexp_init": (jnp.logaddexp, 0.2),
+}
+
+# (shape, dims, strides, padding, base_dilation, window_dilation)
+GEOMETRIES = [
+    ((7,), (3,), (1,), "VALID", (1,), (1,)),
+    ((8,), (3,), (2,), "SAME", (1,), (1,)),
+    ((5,), (3,), (2,), ((3, 4),), (2,), (2,)),
+    ((9,), (6,), (1,), ((2, 1),), (1,), (2,)),       # window > 4: doubling
+    ((11,), (7,), (3,), ((4, 5),), (2,), (1,)),      # doubling, base dilation
+    ((8,), (2,), (1,), ((-1, 1),), (1,), (1,)),      # negative padding
+    ((4, 5), (2, 3), (2, 1), ((1, 2), (0, 1)), (1, 2), (2, 1)),
+    ((3, 4), (2, 2), (1, 1), ((3, 0), (0, 4)), (1, 1), (1, 1)),  # empty windows
+    ((3, 4, 5), (2, 2, 2), (1, 2, 1), "SAME", (1, 1, 2), (1, 2, 1)),
+    ((2, 4, 4, 3), (1, 3, 3, 1), (1, 2, 2, 1), "SAME", (1,) * 4, (1,) * 4),
+    ((6, 3), (2, 1), (1, 1), ((-1, 2), (0, 0)), (1, 1), (1, 1)),
+    ((9, 2), (3, 2), (2, 1), ((4, 3), (1, 0)), (1, 1), (2, 1)),
+]
+
+# Every geometry with three reducers, every reducer with several geometries.
+_NAMES = list(REDUCERS)
+SWEEP = [(g, _NAMES[(i + k) % len(_NAMES)])
+         for i, g in enumerate(GEOMETRIES) for k in (0, 2, 4)]
+
+
+def _pads(shape, dims, strides, padding, base_dilation, window_dilation):
+  if isinstance(padding, str):
+    return tuple(lax.padtype_to_pads(
+        lax_internal._dilate_shape(shape, base_dilation),
+        lax_internal._dilate_shape(dims, window_dilation), strides, padding))
+  return tuple(padding)
+
+
+def _reference(comp, operands, inits, dims, strides, padding, base_dilation,
+               window_dilation):
+  """reduce_window as a gather and a left fold over window offsets, in the
+  row-major order XLA's CPU backend uses, skipping padding and holes."""
+  shape = np.shape(operands[0])
+  pads = _pads(shape, dims, strides, padding, base_dilation, window_dilation)
+  out_shape = lax.reduce_window_shape_tuple(shape, dims, strides, pads,
+                                            base_dilation, window_dilation)
+  out_idx = np.indices(out_shape)
+  flat = [jnp.ravel(x) for x in operands]
+  acc = tuple(jnp.broadcast_to(jnp.asarray(i), out_shape) for i in inits)
+  for offset in itertools.product(*map(range, dims)):
+    valid = np.ones(out_shape, bool)
+    src = []
+    for d in range(len(shape)):
+      p = (out_idx[d] * strides[d] + offset[d] * window_dilation[d]
+           - pads[d][0])
+      valid &= (p >= 0) & (p % base_dilation[d] == 0)
+      q = p // base_dilation[d]
+      valid &= q < shape[d]
+      src.append(np.clip(q, 0, max(shape[d] - 1, 0)))
+    if not valid.any():
+      continue
+    idx = np.ravel_multi_index(src, shape)
+    elems = tuple(x[idx] for x in flat)
+    new = comp(acc, elems)
+    acc = tuple(jnp.where(valid, n, a) for n, a in zip(new, acc))
+  return acc
+
+
+def _rw(comp, init, dims, strides, padding, base_dilation=None,
+        window_dilation=None):
+  return lambda x, init=init: lax.reduce_window(
+      x, init, comp, dims, strides, padding, base_dilation, window_dilation)
+
+
+def _operand(rng, shape, reducer, dtype=np.float64):
+  # Distinct values (no ties for max/min), away from zero for products.
+  x = rng.permutation(np.prod(shape, dtype=int)).reshape(shape)
+  return jnp.asarray(0.6 + x / max(x.size, 1), dtype)
+
+
+@jtu.with_config(jax_enable_x64=True)
+class ReduceWindowGradTest(jtu.JaxTestCase):
+
+  @parameterized.named_parameters(
+      dict(testcase_name=f"_{reducer}_{i}_{'x'.join(map(str, g[0]))}",
+           geometry=g, reducer=reducer)
+      for i, (g, reducer) in enumerate(SWEEP))
+  def testVjpAgainstReferenceAndJvp(self, geometry, reducer):
+    shape, dims, strides, padding, base_dilation, window_dilation = geometry
+    comp, init = REDUCERS[reducer]
+    rng = np.random.RandomState(len(shape) * 7 + dims[0])
+    x = _operand(rng, shape, reducer)
+    init = jnp.float64(init)
+    f = _rw(comp, init, dims, strides, padding, base_dilation,
+            window_dilation)
+    ref = lambda x, i: _reference(
+        lambda a, b: (comp(a[0], b[0]),), [x], [i], dims, strides, padding,
+        base_dilation, window_dilation)[0]
+    out, vjp = jax.jit(lambda x, i: jax.vjp(f, x, i))(x, init)
+    ref_out, ref_vjp = jax.vjp(ref, x, init)
+    self.assertAllClose(out, ref_out)
+    ct = jnp.asarray(rng.normal(size=out.shape))
+    ct_x, ct_init = vjp(ct)
+    ref_ct_x, ref_ct_init = ref_vjp(ct)
+    finite = np.isfinite(float(init))
+    self.assertAllClose(ct_x, ref_ct_x, rtol=1e-10, atol=1e-10)
+    if finite:
+      self.assertAllClose(ct_init, ref_ct_init, rtol=1e-10, atol=1e-10)
+    # <ct, J t> == <J^T ct, t>, J t from (exact) forward mode.
+    t_x = jnp.asarray(rng.normal(size=shape))
+    t_init = jnp.float64(rng.normal()) if finite else jnp.float64(0.)
+    _, jt = jax.jvp(f, (x, init), (t_x, t_init))
+    self.assertAllClose(jnp.vdot(ct, jt),
+                        jnp.vdot(ct_x, t_x) + ct_init * t_init,
+                        rtol=1e-10, atol=1e-10)
+
+  @parameterized.named_parameters(
+      dict(testcase_name=f"_{name}", comp=comp, init=init)
+      for name, comp, init in [
+          ("mul", _mul, 1.3), ("add", _add, 0.5),
+          ("logaddexp", jnp.logaddexp, 0.2),
+          ("max", jnp.maximum, -np.inf)])
+  def testCheckGradsSecondOrderRev(self, comp, init):
+    rng = np.random.RandomState(0)
+    x = _operand(rng, (4, 5), "")
+    for dims, strides, padding, bd, wd in [
+        ((2, 3), (1, 2), "SAME", (1, 1), (1, 1)),
+        ((3, 2), (2, 1), ((1, 2), (0, 1)), (2, 1), (1, 2)),
+        ((5, 1), (1, 1), ((2, 2), (0, 0)), (1, 1), (1, 1))]:
+      f = _rw(comp, init, dims, strides, padding, bd, wd)
+      if np.isfinite(init):
+        check_grads(f, (x, init), order=2, modes=["rev"])
+      else:
+        check_grads(f, (x,), order=2, modes=["rev"])
+
+  def testGradWithRespectToInitValue(self):
+    # out = init * prod(window), so d sum(out) / d init = sum(prod(window)),
+    # and windows entirely in the padding give out = init.
+    x = jnp.arange(1., 7.)
+    f = lambda i: lax.reduce_window(x, i, _mul, (2,), (2,), ((3, 3),)).sum()
+    windows = [1., 2. * 3., 4. * 5., 6., 1., 1.]  # pads/empties give init
+    self.assertEqual(lax.reduce_window(x, 2., _mul, (2,), (2,),
+                                       ((3, 3),)).shape, (6,))
+    self.assertAllClose(jax.grad(f)(2.), sum(windows))
+    self.assertAllClose(jax.grad(jax.grad(f))(2.), 0.)
+    # logaddexp with a finite init value: d/d init = sum softmax weight.
+    g = lambda i: lax.reduce_window(x, i, jnp.logaddexp, (3,), (1,),
+                                    "VALID").sum()
+    w = [np.exp(0.5) / (np.exp(0.5) + np.exp(x[k:k + 3]).sum())
+         for k in range(4)]
+    self.assertAllClose(jax.grad(g)(0.5), sum(w))
+    check_grads(g, (0.5,), order=2, modes=["rev"])
+
+  def testJacrevEqualsJacfwd(self):
+    rng = np.random.RandomState(1)
+    x = _operand(rng, (3, 5), "")
+    for comp, init in [(_mul, 1.2), (jnp.logaddexp, 0.1)]:
+      f = _rw(comp, init, (2, 2), (1, 2), "SAME", (2, 1), (1, 1))
+      self.assertAllClose(jax.jacrev(f, argnums=(0, 1))(x, init),
+                          jax.jacfwd(f, argnums=(0, 1))(x, init))
+
+  def testHigherOrder(self):
+    rng = np.random.RandomState(2)
+    x = _operand(rng, (3, 4), "")
+    f = lambda x, i: jnp.sum(jnp.sin(lax.reduce_window(
+        x, i, jnp.logaddexp, (2, 3), (1, 1), "SAME")))
+    both = (0, 1)
+    h_fwd = jax.jit(jax.jacfwd(jax.jacfwd(f, both), both))(x, 0.3)
+    for h in [jax.hessian(f, both),                       # jacfwd(jacrev)
+              jax.jacrev(jax.jacrev(f, both), both),
+              jax.jacrev(jax.jacfwd(f, both), both)]:
+      self.assertAllClose(jax.jit(h)(x, 0.3), h_fwd, rtol=1e-10, atol=1e-10)
+    sq = lambda x: jnp.sum(jax.grad(f)(x, 0.3) ** 2)
+    self.assertAllClose(jax.jit(jax.grad(sq))(x), jax.jit(jax.jacfwd(sq))(x))
+
+  def testVmapBatchedOperandsAndInits(self):
+    rng = np.random.RandomState(3)
+    xs = _operand(rng, (3, 4, 5), "")
+    inits = jnp.array([1., 2., 0.5])
+    f = lambda x, i: jnp.sum(lax.reduce_window(
+        x, i, _mul, (2, 2), (1, 2), "SAME") ** 2)
+    g = jax.vmap(jax.grad(f, argnums=(0, 1)))(xs, inits)
+    for k in range(3):
+      gk = jax.grad(f, argnums=(0, 1))(xs[k], inits[k])
+      self.assertAllClose((g[0][k], g[1][k]), gk)
+    # Batched operands, shared init; and jit.
+    g = jax.jit(jax.vmap(jax.grad(f), in_axes=(0, None)))(xs, 1.5)
+    for k in range(3):
+      self.assertAllClose(g[k], jax.grad(f)(xs[k], 1.5))
+    # Transposing the batched tangent primitive (batched init tangents):
+    # linear_transpose of a vmapped linearized function.
+    y, lin = jax.linearize(lambda x, i: lax.reduce_window(
+        x, i, jnp.logaddexp, (2, 3), (1, 1), "SAME"), xs[0], 0.4)
+    vlin = jax.vmap(lin)
+    dx = jnp.asarray(rng.normal(size=xs.shape))
+    di = jnp.asarray(rng.normal(size=(3,)))
+    ct = jnp.asarray(rng.normal(size=(3,) + y.shape))
+    ct_dx, ct_di = jax.linear_transpose(vlin, dx, di)(ct)
+    self.assertAllClose(jnp.vdot(ct, vlin(dx, di)),
+                        jnp.vdot(ct_dx, dx) + jnp.vdot(ct_di, di))
+
+  def testCheckpointAndScan(self):
+    rng = np.random.RandomState(4)
+    x = _operand(rng, (5, 6), "")
+    rw = _rw(jnp.logaddexp, 0., (2, 2), (1, 1), "SAME")
+    f = lambda x: jnp.sum(jnp.sin(rw(x)) ** 2)
+    expected = jax.jit(jax.grad(f))(x)
+    for policy in [None, jax.checkpoint_policies.nothing_saveable,
+                   jax.checkpoint_policies.everything_saveable]:
+      g = jax.jit(jax.grad(jax.checkpoint(f, policy=policy)))(x)
+      self.assertAllClose(g, expected)
+    self.assertAllClose(jax.jit(jax.grad(jax.remat(f)))(x), expected)
+
+    def body(c, _):
+      return rw(c) * 0.1, None
+    scanned = lambda x: jnp.sum(lax.scan(body, x, None, length=3)[0])
+    unrolled = lambda x: jnp.sum(rw(rw(rw(x) * 0.1) * 0.1) * 0.1)
+    self.assertAllClose(jax.jit(jax.grad(scanned))(x),
+                        jax.jit(jax.grad(unrolled))(x))
+    check_grads(jax.jit(scanned), (x,), order=2, modes=["rev"])
+
+  def testLinearizeThenLinearTranspose(self):
+    rng = np.random.RandomState(5)
+    x = _operand(rng, (4, 6), "")
+    f = _rw(_mul, 0.9, (3, 2), (2, 1), ((1, 1), (0, 1)), (1, 2), (1, 1))
+    y, lin = jax.linearize(f, x, 0.9)
+    ct = jnp.asarray(rng.normal(size=y.shape))
+    ct_x, ct_i = jax.linear_transpose(lin, x, 0.9)(ct)
+    ref_x, ref_i = jax.vjp(f, x, 0.9)[1](ct)
+    self.assertAllClose((ct_x, ct_i), (ref_x, ref_i))
+
+  def testVariadicPytreeReducers(self):
+    rng = np.random.RandomState(6)
+    x = _operand(rng, (5, 4), "")
+    w = jnp.asarray(rng.uniform(0.5, 2., (5, 4)))
+    geom = ((2, 2), (1, 1), "SAME", (1, 1), (2, 1))
+
+    def stats(a, b):  # (sum, sum of squares) over a dict pytree
+      return {"s": a["s"] + b["s"], "q": a["q"] + b["q"]}
+    f = lambda x: lax.reduce_window({"s": x, "q": x * x},
+                                    {"s": 0., "q": 0.}, stats, *geom)
+    ref = lambda x: dict(zip("sq", _reference(
+        lambda a, b: (a[0] + b[0], a[1] + b[1]), [x, x * x], [0., 0.],
+        *geom)))
+    ct = {"s": jnp.asarray(rng.normal(size=(5, 4))),
+          "q": jnp.asarray(rng.normal(size=(5, 4)))}
+    self.assertAllClose(jax.vjp(f, x)[1](ct), jax.vjp(ref, x)[1](ct))
+
+    def softmax_pair(a, b):  # weighted mean with accumulated weight
+      wa, wb = a[1], b[1]
+      return ((a[0] * wa + b[0] * wb) / (wa + wb), wa + wb)
+    g = lambda x, w: lax.reduce_window((x, w), (0., 1e-3), softmax_pair,
+                                       *geom)
+    gref = lambda x, w: _reference(softmax_pair, [x, w], [0., 1e-3], *geom)
+    cts = tuple(jnp.asarray(rng.normal(size=(5, 4))) for _ in range(2))
+    self.assertAllClose(jax.vjp(g, x, w)[1](cts),
+                        jax.vjp(gref, x, w)[1](cts))
+    check_grads(g, (x, w), order=2, modes=["rev"])
+
+  def testComplexMultiplication(self):
+    rng = np.random.RandomState(7)
+    x = jnp.asarray(rng.uniform(0.5, 1.5, (4, 5))
+                    + 1j * rng.uniform(-0.5, 0.5, (4, 5)))
+    geom = ((2, 3), (1, 1), "SAME", (1, 1), (1, 1))
+    f = lambda x: lax.reduce_window(x, jnp.complex128(1 + 0.5j), _mul, *geom)
+    ref = lambda x: _reference(lambda a, b: (a[0] * b[0],), [x],
+                               [jnp.complex128(1 + 0.5j)], *geom)[0]
+    ct = jnp.asarray(rng.normal(size=(4, 5)) + 1j * rng.normal(size=(4, 5)))
+    self.assertAllClose(jax.vjp(f, x)[1](ct), jax.vjp(ref, x)[1](ct))
+    loss = lambda x: jnp.sum(jnp.abs(f(x)) ** 2)
+    self.assertAllClose(jax.grad(loss)(x),
+                        jax.grad(lambda x: jnp.sum(jnp.abs(ref(x)) ** 2))(x))
+    check_grads(f, (x,), order=2, modes=["rev"])
+
+  def testIntegerOperandInVariadicReducer(self):
+    # (value, index) argmax-style reducer: associative and commutative on
+    # distinct values; gradients flow to the values only.
+    rng = np.random.RandomState(8)
+    x = _operand(rng, (6, 5), "")
+    idx = jnp.arange(30, dtype=jnp.int32).reshape(6, 5)
+
+    def argmax_pair(a, b):
+      pick = (a[0] > b[0]) | ((a[0] == b[0]) & (a[1] < b[1]))
+      return (jnp.where(pick, a[0], b[0]), jnp.where(pick, a[1], b[1]))
+    geom = ((2, 3), (2, 1), "SAME", (1, 1), (1, 1))
+    f = lambda x: lax.reduce_window((x, idx), (-jnp.inf, jnp.int32(-1)),
+                                    argmax_pair, *geom)[0]
+    ref = lambda x: lax.reduce_window(x, -jnp.inf, lax.max, *geom)
+    ct = jnp.asarray(rng.normal(size=f(x).shape))
+    self.assertAllClose(jax.vjp(f, x)[1](ct), jax.vjp(ref, x)[1](ct))
+
+  def testFloat32(self):
+    rng = np.random.RandomState(9)
+    x = _operand(rng, (6, 7), "", np.float32)
+    f = lambda x: lax.reduce_window(x, jnp.array(-np.inf, x.dtype),
+                                    jnp.logaddexp, (3, 3), (2, 2), "SAME")
+    g = jax.jit(jax.grad(lambda x: jnp.sum(f(x) ** 2)))(x)
+    self.assertEqual(g.dtype, np.float32)
+    g64 = jax.grad(lambda x: jnp.sum(f(x) ** 2))(x.astype(np.float64))
+    self.assertAllClose(g, g64.astype(np.float32), rtol=1e-5, atol=1e-5)
+
+  @parameterized.named_parameters(
+      dict(testcase_name=f"_{name}", comp=comp, init=init, what=what)
+      for name, comp, init, what in [
+          ("sub", _sub, 0., "commutative"),
+          ("mean", _mean, 0., "associative"),
+          ("first", lambda a, b: a, 0., "commutative"),
+          ("pair", lambda a, b: (a[0] * b[1] + a[1], a[1] + b[1]),
+           (0., 1.), "commutative")])
+  def testNonAssociativeOrNonCommutativeRaises(self, comp, init, what):
+    x = jnp.arange(1., 9.)
+    f = lambda x: lax.reduce_window(x if not isinstance(init, tuple)
+                                    else (x, x), init, comp, (3,), (1,),
+                                    "SAME")
+    loss = lambda x: sum(jnp.sum(o) for o in jax.tree_util.tree_leaves(f(x)))
+    with self.assertRaisesRegex(ValueError, f"not {what}"):
+      jax.grad(loss)(x)
+    with self.assertRaisesRegex(ValueError, "associative and commutative"):
+      jax.jit(jax.vjp(f, x)[1])(jax.tree_util.tree_map(jnp.ones_like, f(x)))
+    # Forward mode is unaffected, and agrees with finite differences.
+    check_grads(loss, (x,), order=1, modes=["fwd"])
+
+  def testEmptyOperand(self):
+    # No elements at all: every window is the init value.
+    x = jnp.zeros((0, 3))
+    f = lambda x, i: jnp.sum(lax.reduce_window(x, i, _mul, (1, 2), (1, 1),
+                                               ((2, 1), (0, 0))))
+    gx, gi = jax.grad(f, argnums=(0, 1))(x, 2.)
+    self.assertEqual(gx.shape, (0, 3))
+    self.assertAllClose(gi, 6.)
+
+
+if __name__ == "__main__":
+  absltest.main(testLoader=jtu.JaxTestLoader())

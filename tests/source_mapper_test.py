@@ -1,0 +1,450 @@
+# Copyright 2026 The JAX fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Tests for jax.experimental.source_mapper.
+
+The maps are also read by Mozilla's `source-map` (npm), run with Node.js from
+tests/js; install it with `npm ci --prefix tests/js`.  Those tests skip (with
+the reason) when `node` or tests/js/node_modules is missing.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+
+from absl.testing import absltest
+from absl.testing import parameterized
+
+import jax
+from jax import lax
+import jax.numpy as jnp
+from jax._src import config
+from jax._src import core
+from jax._src import source_info_util
+from jax._src import sourcemap
+from jax._src import test_util as jtu
+from jax.experimental import source_mapper
+
+_JS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "js")
+_JS_READER = os.path.join(_JS_DIR, "read_source_map.js")
+
+
+def _marker_lines() -> dict[str, int]:
+  """1-based line numbers of the `# <name>` markers in this file."""
+  out = {}
+  with open(__file__, encoding="utf-8") as f:
+    for n, line in enumerate(f, 1):
+      m = re.search(r"# <(\w+)>$", line)
+      if m:
+        out[m.group(1)] = n
+  return out
+
+
+# A small multi-function program: an MLP whose layers run in a scan, each
+# layer a jit-ed function.
+@jax.jit
+def _layer(w, b, x):
+  y = jnp.dot(x, w) + b[None, :]  # <dot>
+  return jnp.tanh(y)  # <tanh>
+
+
+def _mlp(params, x):
+  ws, bs = params
+  def body(h, wb):
+    h = _layer(*wb, h)  # <call_layer>
+    return h, jnp.sum(h * h)  # <body_sum>
+  h, norms = lax.scan(body, x, (ws, bs))  # <scan>
+  return jnp.mean(h) + 0.5 * jnp.sum(norms)  # <out>
+
+
+def _mlp_args():
+  ws = jnp.ones((3, 4, 4), jnp.float32)
+  bs = jnp.zeros((3, 4), jnp.float32)
+  x = jnp.ones((2, 4), jnp.float32)
+  return (ws, bs), x
+
+
+def _eqns_in_print_order(jaxpr: core.Jaxpr):
+  for eqn in jaxpr.eqns:
+    yield eqn
+    for sub in core.jaxprs_in_params(eqn.params):
+      yield from _eqns_in_print_order(sub)
+
+
+_EQN_LINE = re.compile(r"^\s*(?:\w+:\S+\s+)*\w+:\S+ = \w")
+
+
+def _node_skip_reason() -> str | None:
+  if shutil.which("node") is None:
+    return "needs Node.js (`node` is not on PATH)"
+  if not os.path.isdir(os.path.join(_JS_DIR, "node_modules", "source-map")):
+    return ("needs the npm package source-map: run "
+            "`npm ci --prefix tests/js`")
+  return None
+
+
+def read_with_mozilla(source_map: sourcemap.SourceMap,
+                      queries: list[tuple[int, int]]) -> dict:
+  """Runs tests/js/read_source_map.js; queries are (0-based line, column)."""
+  request = {"map": json.loads(source_map.to_json()),
+             "queries": [[line + 1, col] for line, col in queries]}
+  proc = subprocess.run(["node", _JS_READER], input=json.dumps(request),
+                        capture_output=True, text=True, cwd=_JS_DIR,
+                        timeout=120, check=False)
+  if proc.returncode != 0:
+    raise AssertionError(f"the source-map reader failed:\n{proc.stderr}")
+  return json.loads(proc.stdout)
+
+
+class SourceMapperTest(jtu.JaxTestCase):
+
+  def test_jaxpr_pass(self):
+    def jax_fn(x, y):
+      return x + y
+    dumps = source_mapper.generate_sourcemaps(
+        jax_fn, passes=source_mapper.filter_passes("jaxpr"))(
+            jnp.array([1, 2, 3]), jnp.array([4, 5, 6]))
+    self.assertLen(dumps, 1)
+    dump = dumps[0]
+    self.assertEqual(dump.pass_name, "jaxpr")
+    self.assertIn("add a b", dump.generated_code)
+    self.assertEqual(dump.generated_code,
+                     str(jax.make_jaxpr(jax_fn)(jnp.array([1, 2, 3]),
+                                               jnp.array([4, 5, 6]))))
+    sm = dump.source_map
+    self.assertEqual(sm.sources,
+                     [source_mapper.canonicalize_filename(__file__)])
+    self.assertEqual(sm.sources_content, [])
+    # One group per line, and an empty one for a final newline.
+    self.assertLen(sm.mappings, len(dump.generated_code.split("\n")) + 1)
+    self.assertEqual(sm.mappings[-1], [])
+    gen_col, file_idx, src_line, src_col = sm.mappings[0][0]
+    line = dump.generated_code.split("\n")[0]
+    self.assertEqual(line[gen_col:].split(" = ")[1][:7], "add a b")
+    self.assertEqual(file_idx, 0)
+    # 0-based lines: the `return` line is co_firstlineno + 1 in 1-based terms.
+    self.assertEqual(src_line, jax_fn.__code__.co_firstlineno)
+    self.assertEqual(src_col, 13)  # `x + y` in `    return x + y`.
+    # The segment after the equation ends the mapping.
+    self.assertLen(sm.mappings[0][1], 1)
+
+  @parameterized.parameters(
+      ("hlo:stable-hlo", "stablehlo.add", "loc(", 13),
+      ("hlo:original", "add(", "source_line=", 0),   # HLO has no columns.
+      ("hlo:optimized", "add(", "source_line=", 0),
+  )
+  def test_hlo_passes(self, pass_name, op, debug_info, src_col_want):
+    def jax_fn(x, y):
+      return x + y
+    dumps = source_mapper.generate_sourcemaps(
+        jax_fn, passes=source_mapper.filter_passes(pass_name))(
+            jnp.array([1, 2, 3]), jnp.array([4, 5, 6]))
+    self.assertLen(dumps, 1)
+    dump = dumps[0]
+    self.assertEqual(dump.pass_name, pass_name)
+    self.assertIn(op, dump.generated_code)
+    self.assertIn(debug_info, dump.generated_code)
+    sm = dump.source_map
+    self.assertEqual(sm.sources,
+                     [source_mapper.canonicalize_filename(__file__)])
+    lines = dump.generated_code.split("\n")
+    self.assertLen(sm.mappings, len(lines) + 1)
+    mapped = [(n, m) for n, m in enumerate(sm.mappings) if m]
+    self.assertLen(mapped, 1)
+    n, segs = mapped[0]
+    self.assertIn(op, lines[n])
+    gen_col, file_idx, src_line, src_col = segs[0]
+    self.assertEqual(gen_col, len(lines[n]) - len(lines[n].lstrip()))
+    self.assertGreater(gen_col, 0)
+    self.assertEqual((file_idx, src_line, src_col),
+                     (0, jax_fn.__code__.co_firstlineno, src_col_want))
+
+  def test_passes_registry(self):
+    names = [p.name for p in source_mapper.all_passes()]
+    self.assertIn("jaxpr", names)
+    self.assertIn("hlo:stable-hlo", names)
+    self.assertEqual([p.name for p in source_mapper.filter_passes("hlo")],
+                     [n for n in names if n.startswith("hlo")])
+    self.assertEqual(source_mapper.filter_passes("nothing-matches"), [])
+    jaxpr_pass = source_mapper.filter_passes("jaxpr$")[0]
+    with self.assertRaisesRegex(ValueError, "already registered"):
+      source_mapper.register_pass(jaxpr_pass)
+    with self.assertRaises(TypeError):
+      source_mapper.register_pass("jaxpr")
+
+  def test_custom_pass_shares_compilation(self):
+    calls = []
+
+    def compile_fn(work_dir, f, args, kwargs, **pass_kwargs):
+      calls.append(pass_kwargs)
+      self.assertTrue(os.path.isdir(work_dir))
+      return jax.make_jaxpr(f)(*args, **kwargs)
+
+    def dump_fn(closed, *, suffix="", **_):
+      text, sm = source_mapper.jaxpr_source_map(closed, print_shapes=False)
+      return source_mapper.SourceMapDump(sm, text + suffix, "test:custom")
+
+    p1 = source_mapper.Pass("test:custom-1", compile_fn, dump_fn)
+    p2 = source_mapper.Pass("test:custom-2", compile_fn, dump_fn)
+    source_mapper.register_pass(p1)
+    source_mapper.register_pass(p2)
+    try:
+      self.assertEqual(source_mapper.filter_passes("test:custom"), [p1, p2])
+      dumps = source_mapper.generate_sourcemaps(
+          lambda x: jnp.sin(x) * 2, source_mapper.filter_passes("test:custom"),
+          suffix="!")(jnp.float32(1.0))
+    finally:
+      del source_mapper.common._pass_registry["test:custom-1"]
+      del source_mapper.common._pass_registry["test:custom-2"]
+    self.assertEqual(calls, [{"suffix": "!"}])  # One compilation for both.
+    self.assertLen(dumps, 2)
+    self.assertIn("sin a", dumps[0].generated_code)
+    self.assertTrue(dumps[0].generated_code.endswith("!"))
+
+  def test_bad_passes(self):
+    with self.assertRaises(TypeError):
+      source_mapper.generate_sourcemaps(jnp.sin, ["jaxpr"])
+
+  def test_include_source_content_and_json(self):
+    params, x = _mlp_args()
+    dumps = source_mapper.generate_sourcemaps(
+        _mlp, source_mapper.all_passes(), include_source_content=True)(
+            params, x)
+    self.assertEqual([d.pass_name for d in dumps],
+                     [p.name for p in source_mapper.all_passes()])
+    with open(__file__, encoding="utf-8") as f:
+      text = f.read()
+    for d in dumps:
+      sm = d.source_map
+      self.assertEqual(sm.sources, [__file__])
+      self.assertEqual(sm.sources_content, [text])
+      again = sourcemap.SourceMap.from_json(sm.to_json())
+      self.assertEqual(again, sm)
+      data = json.loads(sm.to_json())
+      self.assertEqual(sorted(data), ["mappings", "names", "sources",
+                                      "sourcesContent", "version"])
+
+  def test_canonicalize_filename(self):
+    def f(x):
+      return x * 2
+    with config.hlo_source_file_canonicalization_regex(r".*/"):
+      self.assertEqual(source_mapper.canonicalize_filename("/a/b/c.py"), "c.py")
+      dumps = source_mapper.generate_sourcemaps(
+          f, source_mapper.all_passes())(1.0)
+    for d in dumps:
+      self.assertEqual(d.source_map.sources, [os.path.basename(__file__)],
+                       d.pass_name)
+
+  def test_jaxpr_lines_map_to_equation_frames(self):
+    # In Python (no Node.js needed): every equation line maps, at its first
+    # column, to the user frame of that equation.
+    params, x = _mlp_args()
+    closed = jax.make_jaxpr(_mlp)(params, x)
+    text, sm = source_mapper.jaxpr_source_map(closed)
+    lines = text.split("\n")
+    eqn_lines = [n for n, l in enumerate(lines) if _EQN_LINE.match(l)]
+    eqns = list(_eqns_in_print_order(closed.jaxpr))
+    self.assertLen(eqn_lines, len(eqns))
+    for n, eqn in zip(eqn_lines, eqns):
+      frame = source_info_util.user_frame(eqn.source_info)
+      col = len(lines[n]) - len(lines[n].lstrip())
+      seg = sm.mappings[n][0]
+      self.assertEqual(seg, (col, 0, frame.start_line - 1, frame.start_column))
+
+
+class MlirSourceMapTest(jtu.JaxTestCase):
+
+  def test_location_syntax(self):
+    text = "\n".join([
+        '#loc1 = loc("/a.py":3:4)',
+        "module @m {",
+        '  %0 = op0 : i32 loc(#loc2)',
+        '  %1 = op1 : i32 loc("/b.py":7:1)',
+        '  %2 = op2 : i32 loc(callsite(#loc3 at #loc1))',
+        '  %3 = op3 : i32 loc(fused<"meta">[unknown, "n"("/a.py":9:0 to 9:5)])',
+        '  %4 = op4 : i32 loc("only a name")',
+        '  %5 = op5 : i32 loc(unknown)',
+        '  %6 = op6 {attr = "loc(#loc1)"} : i32',
+        '  %7 = op7 : i32 loc("weird \\22(name\\22"(#loc1))',
+        '  %8 = op8 : i32 loc(callsite(unknown at "/c.py":2:2))',
+        "  %9 = op9 : i32 loc(#nonexistent)",
+        "} loc(#loc)",
+        "#loc = loc(unknown)",
+        '#loc2 = loc("x/add"(#loc1))',
+        '#loc3 = loc("fn"("/b.py":8:6))',
+    ])
+    sm = source_mapper.mlir_source_map(text, trailing_group=False)
+    self.assertEqual(sm.sources, ["/a.py", "/b.py", "/c.py"])
+    self.assertLen(sm.mappings, 16)
+    lines = text.split("\n")
+    got = {lines[n].split()[0]: segs for n, segs in enumerate(sm.mappings)
+           if segs}
+    end = lambda n: (len(lines[n]),)
+    self.assertEqual(got, {
+        "%0": [(2, 0, 2, 4), end(2)],
+        "%1": [(2, 1, 6, 1), end(3)],
+        "%2": [(2, 1, 7, 6), end(4)],
+        "%3": [(2, 0, 8, 0), end(5)],
+        "%7": [(2, 0, 2, 4), end(9)],
+        "%8": [(2, 2, 1, 2), end(10)],
+    })
+
+  def test_region_operation_maps_its_first_line(self):
+    text = "\n".join([
+        "  %3:2 = stablehlo.while(%a = %x) : tensor<i32>",
+        "   cond {",
+        '    stablehlo.return %c : tensor<i1> loc("/a.py":2:0)',
+        "  } do {",
+        "    stablehlo.return %d : tensor<i32> loc(#loc1)",
+        "  } loc(#loc1)",
+        '  %4 = "r"(%3) ({',
+        "  }) : (tensor<i32>) -> tensor<i32> loc(#loc2)",
+        '#loc1 = loc("/a.py":5:3)',
+        '#loc2 = loc("/a.py":6:0)',
+    ])
+    sm = source_mapper.mlir_source_map(text, trailing_group=False)
+    firsts = [segs[0] if segs else None for segs in sm.mappings]
+    self.assertEqual(firsts, [
+        (2, 0, 4, 3), None, (4, 0, 1, 0), None, (4, 0, 4, 3), (2, 0, 4, 3),
+        (2, 0, 5, 0), (2, 0, 5, 0), None, None])
+
+
+class HloSourceMapTest(jtu.JaxTestCase):
+
+  def test_metadata(self):
+    text = "\n".join([
+        "HloModule m",
+        "ENTRY main {",
+        '  p = f32[] parameter(0)',
+        '  a = f32[] add(p, p), metadata={op_name="x/add" '
+        'source_file="/a.py" source_line=12}',
+        '  ROOT b = f32[] sine(a), metadata={op_type="sin" '
+        'source_file="/q\\"d.py" source_line=3}',
+        "}",
+    ])
+    sm = source_mapper.hlo_source_map(text)
+    self.assertEqual(sm.sources, ["/a.py", '/q"d.py'])
+    lines = text.split("\n")
+    self.assertEqual(sm.mappings, [
+        [], [], [], [(2, 0, 11, 0), (len(lines[3]),)],
+        [(2, 1, 2, 0), (len(lines[4]),)], [], []])
+
+
+class MozillaConsumerTest(jtu.JaxTestCase):
+  """The maps, read by Mozilla's source-map library under Node.js."""
+
+  def setUp(self):
+    super().setUp()
+    reason = _node_skip_reason()
+    if reason:
+      self.skipTest(reason)
+
+  def check_consumer_agrees(self, sm: sourcemap.SourceMap, result: dict):
+    # Every mapping the library decodes is one of ours, and vice versa.
+    ours = [(n + 1, seg[0], sm.sources[seg[1]] if len(seg) > 1 else None,
+             seg[2] + 1 if len(seg) > 1 else None,
+             seg[3] if len(seg) > 1 else None)
+            for n, line in enumerate(sm.mappings) for seg in line]
+    theirs = [(m["generatedLine"], m["generatedColumn"], m["source"],
+               m["originalLine"], m["originalColumn"])
+              for m in result["mappings"]]
+    self.assertEqual(sorted(theirs, key=repr), sorted(ours, key=repr))
+
+  def test_jaxpr_equations(self):
+    params, x = _mlp_args()
+    dump, = source_mapper.generate_sourcemaps(
+        _mlp, source_mapper.filter_passes("jaxpr"))(params, x)
+    lines = dump.generated_code.split("\n")
+    eqn_lines = [n for n, l in enumerate(lines) if _EQN_LINE.match(l)]
+    closed = jax.make_jaxpr(_mlp)(params, x)
+    eqns = list(_eqns_in_print_order(closed.jaxpr))
+    self.assertLen(eqn_lines, len(eqns))
+    self.assertGreaterEqual(len(eqns), 10)
+    queries = [(n, len(lines[n]) - len(lines[n].lstrip())) for n in eqn_lines]
+    # Also the last column of each line, and a column past its end.
+    queries += [(n, len(lines[n].rstrip()) - 1) for n in eqn_lines]
+    queries += [(n, len(lines[n]) + 5) for n in eqn_lines]
+    result = read_with_mozilla(dump.source_map, queries)
+    positions = result["positions"]
+    k = len(eqn_lines)
+    for i, eqn in enumerate(eqns):
+      frame = source_info_util.user_frame(eqn.source_info)
+      line = lines[eqn_lines[i]]
+      for pos in positions[i], positions[k + i]:
+        self.assertEqual(pos["source"], __file__, line)
+        self.assertEqual(pos["line"], frame.start_line, line)
+        self.assertEqual(pos["column"], frame.start_column, line)
+      self.assertIsNone(positions[2 * k + i]["source"], line)
+    # Independently of the jaxpr machinery: the lines the markers show.
+    marks = _marker_lines()
+    prims = {}
+    for i, eqn in enumerate(eqns):
+      prims.setdefault(eqn.primitive.name, []).append(positions[i]["line"])
+    self.assertEqual(prims["dot_general"], [marks["dot"]])
+    self.assertEqual(prims["tanh"], [marks["tanh"]])
+    self.assertEqual(prims["pjit"], [marks["call_layer"]])
+    self.assertEqual(prims["scan"], [marks["scan"]])
+    self.assertEqual(sorted(prims["reduce_sum"]),
+                     [marks["body_sum"], marks["out"], marks["out"]])
+    self.check_consumer_agrees(dump.source_map, result)
+
+  def test_stablehlo_operations(self):
+    params, x = _mlp_args()
+    dump, = source_mapper.generate_sourcemaps(
+        _mlp, source_mapper.filter_passes("hlo:stable-hlo"))(params, x)
+    lines = dump.generated_code.split("\n")
+    marks = _marker_lines()
+    expected = {"stablehlo.dot_general": marks["dot"],
+                "stablehlo.tanh": marks["tanh"],
+                "func.call @_layer": marks["call_layer"],
+                "stablehlo.while": marks["scan"]}
+    queries, wanted = [], []
+    for n, l in enumerate(lines):
+      for op, src_line in expected.items():
+        if re.match(rf"\s*(%\S+ = )?{re.escape(op)}\b", l):
+          queries.append((n, len(l) - len(l.lstrip())))
+          wanted.append((op, src_line))
+    self.assertEqual(sorted({w[0] for w in wanted}), sorted(expected))
+    result = read_with_mozilla(dump.source_map, queries)
+    for (op, src_line), pos in zip(wanted, result["positions"]):
+      self.assertEqual((op, pos["source"], pos["line"]),
+                       (op, __file__, src_line))
+    self.check_consumer_agrees(dump.source_map, result)
+
+  @parameterized.parameters(0, 1)
+  def test_codec_against_consumer(self, seed):
+    # Random maps with multi-digit values, 1-field segments and empty lines.
+    import random  # pylint: disable=g-import-not-at-top
+    rng = random.Random(seed)
+    mappings = []
+    for _ in range(300):
+      col, line = 0, []
+      for _ in range(rng.choice([0, 1, 3])):
+        col += rng.randint(0, 3000)
+        if rng.random() < 0.2:
+          line.append((col,))
+        else:
+          line.append((col, rng.randint(0, 2), rng.randint(0, 100000),
+                       rng.randint(0, 500)))
+      mappings.append(line)
+    sm = sourcemap.SourceMap(3, ["a.py", "b.py", "c.py"], [], mappings, [])
+    sm = sourcemap.SourceMap.from_json(sm.to_json())
+    self.assertEqual(sm.mappings, mappings)
+    self.check_consumer_agrees(sm, read_with_mozilla(sm, []))
+
+
+if __name__ == "__main__":
+  absltest.main(testLoader=jtu.JaxTestLoader())

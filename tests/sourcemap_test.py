@@ -1,0 +1,503 @@
+# Copyright 2026 The JAX fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Tests for jax._src.sourcemap (TC39 source maps, revision 3)."""
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+from typing import NamedTuple
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import hypothesis
+from hypothesis import strategies as st
+
+from jax._src import sourcemap
+from jax._src import source_info_util
+from jax._src import test_util as jtu
+
+_B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
+
+_settings = hypothesis.settings(
+    max_examples=150, deadline=None, derandomize=True,
+    suppress_health_check=list(hypothesis.HealthCheck))
+
+
+def ref_vlq(v: int) -> str:
+  """The spec's VLQ, digit by digit (an independent reference)."""
+  u = 1 if v == INT32_MIN else ((-v << 1) | 1 if v < 0 else v << 1)
+  out = ""
+  while True:
+    d, u = u & 31, u >> 5
+    out += _B64[d | (32 if u else 0)]
+    if not u:
+      return out
+
+
+def ref_serialize(mappings) -> str:
+  prev = [0] * 5
+  lines = []
+  for line in mappings:
+    prev[0] = 0
+    segs = []
+    for seg in line:
+      segs.append("".join(ref_vlq(f - prev[i]) for i, f in enumerate(seg)))
+      prev[:len(seg)] = seg
+    lines.append(",".join(segs))
+  return ";".join(lines)
+
+
+segment_st = st.one_of(
+    st.tuples(st.integers(0, 300)),
+    st.tuples(*[st.integers(0, 5000)] * 4),
+    st.tuples(*[st.integers(0, 5000)] * 5),
+)
+mappings_st = st.lists(
+    st.lists(segment_st, max_size=6).map(
+        # Generated columns grow along a line.
+        lambda segs: [(sum(s[0] for s in segs[:i + 1]),) + s[1:]
+                      for i, s in enumerate(segs)]),
+    min_size=1, max_size=12)
+
+
+def random_mappings(rng: random.Random, num_lines: int, *,
+                    big: bool = False) -> list[list[tuple[int, ...]]]:
+  out = []
+  for _ in range(num_lines):
+    col = 0
+    line = []
+    for _ in range(rng.choice([0, 0, 1, 3, 6])):
+      col += rng.randint(0, 2**20 if big and rng.random() < 0.1 else 40)
+      kind = rng.choice([1, 4, 4, 4, 5])
+      if kind == 1:
+        line.append((col,))
+      else:
+        hi = 2**30 if big and rng.random() < 0.1 else 200
+        seg = (col, rng.randint(0, 3), rng.randint(0, hi), rng.randint(0, 90))
+        line.append(seg + ((rng.randint(0, 7),) if kind == 5 else ()))
+    out.append(line)
+  return out
+
+
+class VlqTest(jtu.JaxTestCase):
+
+  @parameterized.parameters(0, 1, 2, 3, 4, 5, -1, -2, -3, -4, 123, 456, 1024,
+                            1025, 2**16, 2**31 - 1, -2**31 + 1, -2**31)
+  def test_roundtrip_vlq(self, value):
+    enc = sourcemap.encode_vlq(value)
+    self.assertIsInstance(enc, bytes)
+    self.assertEqual(enc.decode(), ref_vlq(value))
+    self.assertEqual(sourcemap.decode_vlq(enc), value)
+
+  @parameterized.parameters(
+      (0, b"A"), (1, b"C"), (-1, b"D"), (15, b"e"), (-15, b"f"), (16, b"gB"),
+      (-16, b"hB"), (511, b"+f"), (512, b"ggB"), (INT32_MAX, b"+/////D"),
+      (INT32_MIN, b"B"))
+  def test_known_encodings(self, value, enc):
+    self.assertEqual(sourcemap.encode_vlq(value), enc)
+    self.assertEqual(sourcemap.decode_vlq(enc), value)
+    self.assertEqual(sourcemap.decode_vlq(enc.decode()), value)
+
+  def test_non_canonical_digits_decode(self):
+    # Redundant zero continuation digits still spell a value.
+    self.assertEqual(sourcemap.decode_vlq(b"ggA"), 0)
+    self.assertEqual(sourcemap.decode_vlq(b"ggggggA"), 0)
+
+  @parameterized.parameters(2**31, -2**31 - 1, 2**40, -2**64)
+  def test_encode_out_of_range(self, value):
+    with self.assertRaisesRegex(ValueError, "32-bit"):
+      sourcemap.encode_vlq(value)
+
+  def test_encode_bad_type(self):
+    for bad in (1.0, "1", None, True):
+      with self.assertRaises(TypeError):
+        sourcemap.encode_vlq(bad)
+
+  @parameterized.parameters(
+      (b"", "exactly one"),
+      (b"AA", "exactly one"),
+      (b"g", "truncated VLQ value at position 1"),
+      (b"Cg", "truncated VLQ value at position 2"),
+      (b"A=", "invalid base64 character '=' at position 1"),
+      (b"\xff", "invalid base64 character .* at position 0"),
+      ("Aé", "invalid base64 character 'é' at position 1"),
+      (b"gggggggA", "position 6 .* 32-bit"),   # 8 digits.
+      (b"ggggggE", "32-bit"),                  # 2**32 > max magnitude.
+  )
+  def test_decode_vlq_errors(self, enc, msg):
+    with self.assertRaisesRegex(ValueError, msg):
+      sourcemap.decode_vlq(enc)
+
+  @hypothesis.given(st.integers(INT32_MIN, INT32_MAX))
+  @_settings
+  def test_vlq_property(self, value):
+    enc = sourcemap.encode_vlq(value)
+    self.assertEqual(enc.decode(), ref_vlq(value))
+    self.assertEqual(sourcemap.decode_vlq(enc), value)
+
+
+class SegmentTest(jtu.JaxTestCase):
+
+  @parameterized.parameters(b"A", b"C", b"AAAA", b"ACDE", b"AACAA",
+                            b"gBAAA", b"+/////DAAB")
+  def test_roundtrip_segment(self, enc):
+    self.assertEqual(sourcemap.encode_segment(sourcemap.decode_segment(enc)),
+                     enc)
+
+  def test_decode_segment_values(self):
+    self.assertEqual(sourcemap.decode_segment(b"ACDE"), (0, 1, -1, 2))
+    self.assertEqual(sourcemap.decode_segment("gBAAA"), (16, 0, 0, 0))
+
+  @parameterized.parameters(b"AA", b"AAA", b"AAAAAA", b"")
+  def test_decode_segment_wrong_field_count(self, enc):
+    with self.assertRaisesRegex(ValueError, "1, 4 or 5 fields"):
+      sourcemap.decode_segment(enc)
+
+  def test_encode_segment_wrong_field_count(self):
+    for seg in [(), (1, 2), (1, 2, 3), (1, 2, 3, 4, 5, 6)]:
+      with self.assertRaisesRegex(ValueError, "1, 4 or 5 fields"):
+        sourcemap.encode_segment(seg)
+
+  @hypothesis.given(st.one_of(
+      st.tuples(st.integers(INT32_MIN, INT32_MAX)),
+      st.tuples(*[st.integers(INT32_MIN, INT32_MAX)] * 4),
+      st.tuples(*[st.integers(INT32_MIN, INT32_MAX)] * 5)))
+  @_settings
+  def test_segment_property(self, seg):
+    enc = sourcemap.encode_segment(seg)
+    self.assertEqual(enc.decode(), "".join(map(ref_vlq, seg)))
+    self.assertEqual(sourcemap.decode_segment(enc), seg)
+
+
+class MappingsTest(jtu.JaxTestCase):
+
+  def test_example(self):
+    m = sourcemap.deserialize_mappings("A,AAAC;;AACDE")
+    self.assertEqual(m, [[(0,), (0, 0, 0, 1)], [], [(0, 0, 1, 0, 2)]])
+    self.assertEqual(sourcemap.serialize_mappings(m), "A,AAAC;;AACDE")
+
+  def test_generate_mappings(self):
+    gen = sourcemap.MappingsGenerator()
+    gen.new_group()
+    gen.new_segment(0)
+    gen.new_segment(0, 0, 0, 1)
+    gen.new_group()
+    gen.new_group()
+    gen.new_segment(0, 0, 1, 0, 2)
+    self.assertEqual(sourcemap.serialize_mappings(gen.mappings()),
+                     "A,AAAC;;AACDE")
+
+  def test_generator_errors(self):
+    gen = sourcemap.MappingsGenerator()
+    with self.assertRaisesRegex(ValueError, "before the first new_group"):
+      gen.new_segment(0)
+    gen.new_group()
+    with self.assertRaisesRegex(ValueError, "1, 4 or 5 fields"):
+      gen.new_segment(0, 1)
+    with self.assertRaisesRegex(ValueError, ">= 0"):
+      gen.new_segment(0, 0, -1, 0)
+
+  def test_relative_encoding(self):
+    # The generated column restarts on every line; the other fields carry on
+    # across lines; 1-field segments don't touch them.
+    m = [[(3, 1, 10, 4), (7,)], [(2, 1, 12, 0, 3)], [], [(1, 0, 0, 5, 1)]]
+    s = sourcemap.serialize_mappings(m)
+    self.assertEqual(s, ref_serialize(m))
+    self.assertEqual(s, "GCUI,I;EAEJG;;CDZKF")
+    self.assertEqual(sourcemap.deserialize_mappings(s), m)
+
+  @parameterized.parameters("", ";", ";;A", "A;;", "AAAA;;;;")
+  def test_empty_lines(self, s):
+    m = sourcemap.deserialize_mappings(s)
+    self.assertLen(m, s.count(";") + 1)
+    self.assertEqual(sourcemap.serialize_mappings(m), s)
+
+  def test_serialize_errors(self):
+    with self.assertRaisesRegex(ValueError, "1, 4 or 5 fields"):
+      sourcemap.serialize_mappings([[(0, 1)]])
+    with self.assertRaisesRegex(ValueError, "negative"):
+      sourcemap.serialize_mappings([[(0, 0, -1, 0)]])
+    with self.assertRaisesRegex(ValueError, "negative"):
+      sourcemap.serialize_mappings([[(-1,)]])
+    with self.assertRaises(TypeError):
+      sourcemap.serialize_mappings([[(0, 0, 1.5, 0)]])
+
+  def test_serialize_accepts_index_types(self):
+    np = jtu.np
+    self.assertEqual(
+        sourcemap.serialize_mappings([[tuple(np.int64(i) for i in (1, 0, 2, 3))]]),
+        "CAEG")
+
+  def check_errors(self, s, pattern):
+    # Errors name the position, short (pure Python) and long (vectorized first)
+    # inputs alike.
+    with self.assertRaisesRegex(ValueError, pattern):
+      sourcemap.deserialize_mappings(s)
+    pad = "AAAA," * 1000
+    shift = len(pad)
+    def moved(m):
+      return f"position {int(m.group(1)) + shift}"
+    long_pattern = re.sub(r"position (\d+)", moved, pattern)
+    with self.assertRaisesRegex(ValueError, long_pattern):
+      sourcemap.deserialize_mappings(pad + s)
+
+  @parameterized.named_parameters(
+      ("bad_char", "AAAA,AA=A", "invalid base64 character '=' at position 7"),
+      ("non_ascii", "AAAA;Aé", "invalid base64 character 'é' at position 6"),
+      ("truncated", "AAAA,AAAg", "truncated VLQ value at position 9"),
+      ("truncated_before_sep", "AAAg;AAAA", "truncated VLQ value at position 4"),
+      ("two_fields", "AAAA,CA", "position 5 .* has 2 fields"),
+      ("three_fields", "AAAA;CAA", "position 5 .* has 3 fields"),
+      ("six_fields", "AAAAAA", "position 0 .* has 6 fields"),
+      ("empty_segment", "AAAA,,AAAA", "empty segment at position 5"),
+      ("trailing_comma", "AAAA,", "empty segment at position 5"),
+      ("negative_column", "CAAA,FAAA", "position 5 .* negative generated"),
+      ("negative_line", "AAAA,AADA", "position 5 .* negative source line"),
+      ("out_of_range", "AAAA,ggggggE", "position 11 .* 32-bit"),
+  )
+  def test_deserialize_errors(self, s, pattern):
+    self.check_errors(s, pattern)
+
+  def test_bytes_input(self):
+    self.assertEqual(sourcemap.deserialize_mappings(b"AAAC"), [[(0, 0, 0, 1)]])
+    with self.assertRaises(TypeError):
+      sourcemap.deserialize_mappings(12)
+
+  @hypothesis.given(mappings_st)
+  @_settings
+  def test_mappings_property(self, m):
+    s = sourcemap.serialize_mappings(m)
+    self.assertEqual(s, ref_serialize(m))
+    self.assertEqual(sourcemap.deserialize_mappings(s), m)
+
+  @parameterized.parameters(0, 1, 2, 3)
+  def test_large_mappings_both_decoders_agree(self, seed):
+    rng = random.Random(seed)
+    m = random_mappings(rng, 3000, big=seed % 2 == 1)
+    if seed == 3:
+      m[5] = [(0, 0, 0, 0), (4,), (9, 1, 2**31 - 1, 1)]  # -2**31 delta etc.
+      m[6] = [(1, 1, 0, 0)]
+    s = sourcemap.serialize_mappings(m)
+    self.assertEqual(s, ref_serialize(m))
+    self.assertGreater(len(s), sourcemap._FAST_DECODE_MIN_LEN)
+    self.assertEqual(sourcemap._decode_careful(s), m)
+    self.assertEqual(sourcemap._decode_fast(s), m)
+    self.assertEqual(sourcemap.deserialize_mappings(s), m)
+
+
+_JUNK = _B64 + ",;" * 8 + "=é \n\"-"
+
+
+class FuzzTest(jtu.JaxTestCase):
+  """Decoders see arbitrary input: only ValueError, and never a hang."""
+
+  def assert_only_value_error(self, fn, arg):
+    t0 = time.monotonic()
+    try:
+      fn(arg)
+    except ValueError:
+      pass
+    self.assertLess(time.monotonic() - t0, 5.0)
+
+  @hypothesis.given(st.binary(max_size=12))
+  @_settings
+  def test_fuzz_vlq_and_segment_bytes(self, data):
+    self.assert_only_value_error(sourcemap.decode_vlq, data)
+    self.assert_only_value_error(sourcemap.decode_segment, data)
+
+  @hypothesis.given(st.text(alphabet=_JUNK, max_size=60))
+  @_settings
+  def test_fuzz_mappings_text(self, s):
+    self.assert_only_value_error(sourcemap.deserialize_mappings, s)
+    self.assert_only_value_error(sourcemap.decode_segment, s)
+
+  def test_fuzz_large_mappings(self):
+    # Mutations of long valid strings reach the vectorized decoder.
+    rng = random.Random(0)
+    base = sourcemap.serialize_mappings(random_mappings(rng, 600, big=True))
+    self.assertGreater(len(base), sourcemap._FAST_DECODE_MIN_LEN)
+    for _ in range(150):
+      chars = list(base)
+      for _ in range(rng.randint(1, 3)):
+        i = rng.randrange(len(chars))
+        op = rng.random()
+        if op < 0.6:
+          chars[i] = rng.choice(_JUNK)
+        elif op < 0.8:
+          del chars[i]
+        else:
+          chars.insert(i, rng.choice(_JUNK))
+      s = "".join(chars)
+      try:
+        fast = sourcemap.deserialize_mappings(s)
+      except ValueError:
+        with self.assertRaises(ValueError):
+          sourcemap._decode_careful(s)
+      else:
+        self.assertEqual(fast, sourcemap._decode_careful(s))
+
+  @hypothesis.given(st.one_of(st.binary(max_size=80), st.text(max_size=80)))
+  @_settings
+  def test_fuzz_from_json(self, data):
+    self.assert_only_value_error(sourcemap.SourceMap.from_json, data)
+
+  @hypothesis.given(st.recursive(
+      st.none() | st.booleans() | st.integers() | st.text(_JUNK, max_size=8),
+      lambda c: st.lists(c, max_size=3) | st.dictionaries(
+          st.sampled_from(["version", "sources", "sourcesContent", "names",
+                           "mappings", "file", "sourceRoot", "ignoreList"]),
+          c, max_size=6),
+      max_leaves=12))
+  @_settings
+  def test_fuzz_from_json_structures(self, obj):
+    self.assert_only_value_error(sourcemap.SourceMap.from_json,
+                                 json.dumps(obj))
+
+
+class SourceMapJsonTest(jtu.JaxTestCase):
+
+  def test_roundtrip_sourcemap_json(self):
+    data = {
+        "version": 3,
+        "sources": ["foo.js", "bar.js"],
+        "sourcesContent": [None, None],
+        "names": ["src", "maps", "are", "fun"],
+        "mappings": "A,AAAC;;AACDE",
+    }
+    sm = sourcemap.SourceMap.from_json(json.dumps(data))
+    self.assertEqual(sm.mappings, [[(0,), (0, 0, 0, 1)], [], [(0, 0, 1, 0, 2)]])
+    self.assertEqual(sm.sources_content, [None, None])
+    self.assertEqual(json.loads(sm.to_json()), data)
+
+  def test_roundtrip_optional_fields(self):
+    data = {
+        "version": 3, "file": "out.txt", "sourceRoot": "/src/",
+        "sources": ["a.py", None], "sourcesContent": ["x = 1\n", None],
+        "names": [], "mappings": "AAAA;ACCC", "ignoreList": [1],
+    }
+    sm = sourcemap.SourceMap.from_json(json.dumps(data))
+    self.assertEqual(sm.file, "out.txt")
+    self.assertEqual(json.loads(sm.to_json()), data)
+    # Bytes input is fine too.
+    self.assertEqual(sourcemap.SourceMap.from_json(sm.to_json().encode()), sm)
+
+  def test_absent_optional_lists(self):
+    sm = sourcemap.SourceMap.from_json(
+        '{"version": 3, "sources": ["a"], "mappings": "AAAA"}')
+    self.assertEqual((sm.names, sm.sources_content), ([], []))
+
+  @parameterized.named_parameters(
+      ("not_json", "{", "line 1 column 2"),
+      ("not_object", "[3]", "must be a JSON object"),
+      ("version", '{"version": "3", "sources": [], "mappings": ""}',
+       "'version' must be 3"),
+      ("version_bool", '{"version": true, "sources": [], "mappings": ""}',
+       "'version' must be 3"),
+      ("no_sources", '{"version": 3, "mappings": ""}', "no 'sources'"),
+      ("sources_type", '{"version": 3, "sources": "a", "mappings": ""}',
+       "'sources' must be a list"),
+      ("sources_item", '{"version": 3, "sources": [1], "mappings": ""}',
+       r"'sources'\[0\] must be str or null"),
+      ("names_item",
+       '{"version": 3, "sources": [], "names": [null], "mappings": ""}',
+       r"'names'\[0\] must be str"),
+      ("content_item",
+       '{"version": 3, "sources": ["a"], "sourcesContent": [2], "mappings": ""}',
+       r"'sourcesContent'\[0\]"),
+      ("mappings_type", '{"version": 3, "sources": [], "mappings": 5}',
+       "'mappings' must be a string"),
+      ("mappings_bad", '{"version": 3, "sources": ["a"], "mappings": "AA*A"}',
+       "position 2"),
+      ("source_index", '{"version": 3, "sources": ["a"], "mappings": "ACAA"}',
+       "refers to source 1"),
+      ("name_index", '{"version": 3, "sources": ["a"], "mappings": "AAAAA"}',
+       "refers to name 0"),
+      ("sections", '{"version": 3, "sections": []}', "sections"),
+      ("deep", "[" * 100000 + "]" * 100000, "nested too deeply"),
+      ("file_type",
+       '{"version": 3, "sources": [], "mappings": "", "file": 1}', "'file'"),
+  )
+  def test_from_json_errors(self, text, pattern):
+    with self.assertRaisesRegex(ValueError, pattern):
+      sourcemap.SourceMap.from_json(text)
+
+
+class _Pos(NamedTuple):
+  file_name: str
+  start_line: int
+  start_column: int
+
+
+class FromRegionsTest(jtu.JaxTestCase):
+
+  def test_regions_to_segments(self):
+    text = "let\n  a = f x\n  b = g a c\nin (b,)"
+    f1 = source_info_util.Frame("/p/m.py", "fn", 10, 4, 10, 9)
+    f2 = _Pos("/p/other.py", 3, 0)
+    regions = [[], [(2, 9, f1)], [(2, 11, f2), (4, 6, f1)], []]
+    sm = sourcemap.source_map_from_regions(text, regions)
+    self.assertEqual(sm.sources, ["/p/m.py", "/p/other.py"])
+    self.assertEqual(sm.sources_content, [])
+    self.assertEqual(sm.names, [])
+    self.assertEqual(sm.mappings, [
+        [],
+        [(2, 0, 9, 4), (9,)],
+        # The nested region wins inside [4, 6), the outer one around it.
+        [(2, 1, 2, 0), (4, 0, 9, 4), (6, 1, 2, 0), (11,)],
+        [],
+    ])
+    again = sourcemap.SourceMap.from_json(sm.to_json())
+    self.assertEqual(again, sm)
+
+  def test_adjacent_and_none_regions(self):
+    f = _Pos("a.py", 1, 0)
+    g = _Pos("a.py", 2, 3)
+    sm = sourcemap.source_map_from_regions(
+        "abcdef", [[(0, 2, f), (2, 4, f), (4, 5, None), (5, 6, g)]])
+    # Same target across adjacent regions: one segment; None maps nothing.
+    self.assertEqual(sm.mappings, [[(0, 0, 0, 0), (4,), (5, 0, 1, 3), (6,)]])
+
+  def test_options(self):
+    f = _Pos("/root/pkg/a.py", 2, 1)
+    sm = sourcemap.source_map_from_regions(
+        "x\ny", [[(0, 1, f)]],
+        canonicalize_filename=lambda p: p.removeprefix("/root/"),
+        include_source_content=True, read_source=lambda p: f"<{p}>",
+        trailing_group=True)
+    self.assertEqual(sm.sources, ["pkg/a.py"])
+    self.assertEqual(sm.sources_content, ["</root/pkg/a.py>"])
+    self.assertEqual(sm.mappings, [[(0, 0, 1, 1), (1,)], [], []])
+
+  def test_reads_this_file(self):
+    f = _Pos(__file__, 1, 0)
+    sm = sourcemap.source_map_from_regions("x", [[(0, 1, f)]],
+                                           include_source_content=True)
+    with open(__file__, encoding="utf-8") as fh:
+      self.assertEqual(sm.sources_content, [fh.read()])
+
+  def test_errors(self):
+    f = _Pos("a.py", 1, 0)
+    with self.assertRaisesRegex(ValueError, "regions for 2 lines"):
+      sourcemap.source_map_from_regions("one line", [[], []])
+    with self.assertRaisesRegex(ValueError, "bad region columns"):
+      sourcemap.source_map_from_regions("x", [[(3, 1, f)]])
+    with self.assertRaisesRegex(ValueError, "is a .start_column"):
+      sourcemap.source_map_from_regions("x", [[(0, f)]])
+
+
+if __name__ == "__main__":
+  absltest.main(testLoader=jtu.JaxTestLoader())
