@@ -42,49 +42,10 @@ import _common  # noqa: E402
 
 _WORKER = r'''
 import gc, json, statistics, sys, tempfile, time
-import numpy as np
 import jax, jax.numpy as jnp
-from jax import lax
-
-def init_params(key, sizes=(32, 64, 64, 64, 10)):
-  keys = jax.random.split(key, len(sizes) - 1)
-  return [{"w": jax.random.normal(k, (m, n), jnp.float32) / np.sqrt(m),
-           "b": jnp.zeros((n,), jnp.float32)}
-          for k, m, n in zip(keys, sizes[:-1], sizes[1:])]
-
-def mlp(params, x):
-  @jax.checkpoint
-  def layer(h, p):
-    return jnp.tanh(h @ p["w"] + p["b"])
-  for p in params[:-1]:
-    x = layer(x, p)
-  return x @ params[-1]["w"] + params[-1]["b"]
-
-def loss_fn(params, batch):
-  xs, ys = batch
-  def micro_batch(total, xy):
-    x, y = xy
-    return total + jnp.mean((mlp(params, x) - y) ** 2), None
-  total, _ = lax.scan(micro_batch, jnp.float32(0), (xs, ys))
-  return total / xs.shape[0]
-
-def train_step(params, opt_state, batch):
-  loss, grads = jax.value_and_grad(loss_fn)(params, batch)
-  m, v, t = opt_state
-  t = t + 1
-  tmap = jax.tree_util.tree_map
-  m = tmap(lambda m, g: 0.9 * m + 0.1 * g, m, grads)
-  v = tmap(lambda v, g: 0.999 * v + 0.001 * g * g, v, grads)
-  c1 = 1 - 0.9 ** t.astype(jnp.float32)
-  c2 = 1 - 0.999 ** t.astype(jnp.float32)
-  params = tmap(lambda p, m, v: p - 1e-3 * (m / c1) / (jnp.sqrt(v / c2) + 1e-8),
-                params, m, v)
-  return params, (m, v, t), loss
-
-params = init_params(jax.random.PRNGKey(0))
-zeros = jax.tree_util.tree_map(jnp.zeros_like, params)
-ARGS = (params, (zeros, zeros, jnp.zeros((), jnp.int32)),
-        (jnp.ones((4, 8, 32)), jnp.ones((4, 8, 10))))
+sys.path.insert(0, sys.argv[1])   # examples/: the shared train step
+from mlp_train_step import train_inputs, train_step
+ARGS = train_inputs(sizes=(32, 64, 64, 64, 10), micro_batches=4, batch=8)
 
 small = jax.jit(lambda x, y: x * y + 1.0)
 X = jnp.ones((8,))
@@ -150,7 +111,8 @@ class _Worker:
     env["JAX_PLATFORMS"] = "cpu"
     env.pop("JAX_DUMP_IR_TO", None)
     self.proc = subprocess.Popen(
-        [sys.executable, "-c", _WORKER], env=env,
+        [sys.executable, "-c", _WORKER, str(_common.REPO / "examples")],
+        env=env,
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     self.info = json.loads(self.proc.stdout.readline())
 

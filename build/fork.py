@@ -63,13 +63,10 @@ def cmd_check(args) -> int:
     src = U.get_sdist(pin, args.sdist)
     with tempfile.TemporaryDirectory() as tmp:
       tree = U.extract(src, pin, Path(tmp) / "tree")
-      files = P.FileSource(tree)
-      for n in P.read_series(patches_dir):
-        try:
-          files.update(P.apply_patch(P.read_patch(patches_dir / n), files))
-        except P.PatchError as e:
-          problems.append(str(e))
-          break
+      try:
+        P.apply_series(tree, patches_dir, write=False)
+      except P.PatchError as e:
+        problems.append(str(e))
   for p in problems:
     print(f"check: {p}", file=sys.stderr)
   if problems:

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
+from unittest import mock
 
 from absl.testing import absltest
 
@@ -250,20 +251,26 @@ class UpstreamPinTest(ToolingTestCase):
     self.assertIn("--sdist", r.stderr)
 
   def test_corrupt_cache_entry_is_replaced_not_used(self):
+    pin = U.load_pin()
+    good = U.get_sdist(pin)   # the default cache has the real one
     cache = self.tmp / "cache"
     cache.mkdir()
-    (cache / "jax-0.4.26.tar.gz").write_bytes(b"corrupt")
-    good = U.get_sdist(U.load_pin())   # the default cache has the real one
-    old = os.environ.get(U.CACHE_ENV)
-    os.environ[U.CACHE_ENV] = str(cache)
-    try:
-      got = U.get_sdist(U.load_pin(), local=good)
-      self.assertEqual(U.sha256_of(got), U.load_pin().sha256)
-    finally:
-      if old is None:
-        os.environ.pop(U.CACHE_ENV)
-      else:
-        os.environ[U.CACHE_ENV] = old
+    (cache / pin.sdist_name).write_bytes(b"corrupt")
+    downloads = []
+
+    def fake_download(pin, dest):   # stands in for `pip download`
+      downloads.append(dest)
+      return Path(shutil.copy(good, dest / pin.sdist_name))
+
+    with mock.patch.dict(os.environ, {U.CACHE_ENV: str(cache)}), \
+        mock.patch.object(U, "_pip_download", fake_download):
+      os.environ.pop(U.SDIST_ENV, None)
+      got = U.get_sdist(pin)
+      self.assertLen(downloads, 1)   # the corrupt entry was not used ...
+      self.assertEqual(got, cache / pin.sdist_name)
+      self.assertEqual(U.sha256_of(got), pin.sha256)   # ... but replaced
+      self.assertEqual(U.get_sdist(pin), got)
+      self.assertLen(downloads, 1)   # and a good entry is used as it is
 
 
 class WheelTest(ToolingTestCase):

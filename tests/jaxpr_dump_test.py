@@ -35,12 +35,17 @@ from absl.testing import absltest
 import numpy as np
 
 import jax
-from jax import lax
 import jax.numpy as jnp
 from jax._src import config
 from jax._src import jaxpr_dump
 from jax._src import sourcemap
 from jax._src import test_util as jtu
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] /
+                       "examples"))
+# The realistic train step: a small MLP, a scan over micro-batches, remat on
+# each layer, and an Adam update (shared with benchmarks/jaxpr_dump.py).
+from mlp_train_step import train_inputs, train_step  # noqa: E402
 
 _OPTIONS = ("jax_dump_ir_to", "jax_dump_ir_modes", "jax_dump_ir_filter",
             "jax_dump_ir_local_dir", "jax_dump_ir_delete_local_after")
@@ -85,57 +90,6 @@ def source_line_of(marker: str) -> int:
     hits = [i + 1 for i, l in enumerate(f) if l.rstrip().endswith(marker)]
   assert len(hits) == 1, (marker, hits)
   return hits[0]
-
-
-# The realistic train step: a small MLP, a scan over micro-batches, remat
-# on each layer, and an Adam update.
-
-def init_params(key, sizes=(8, 16, 16, 4)):
-  keys = jax.random.split(key, len(sizes) - 1)
-  return [{"w": jax.random.normal(k, (m, n), jnp.float32) / np.sqrt(m),
-           "b": jnp.zeros((n,), jnp.float32)}
-          for k, m, n in zip(keys, sizes[:-1], sizes[1:])]
-
-
-def mlp(params, x):
-  @jax.checkpoint
-  def layer(h, p):
-    return jnp.tanh(h @ p["w"] + p["b"])  # MARK:layer
-  for p in params[:-1]:
-    x = layer(x, p)
-  return x @ params[-1]["w"] + params[-1]["b"]
-
-
-def loss_fn(params, batch):
-  xs, ys = batch
-  def micro_batch(total, xy):
-    x, y = xy
-    return total + jnp.mean((mlp(params, x) - y) ** 2), None
-  total, _ = lax.scan(micro_batch, jnp.float32(0), (xs, ys))
-  return total / xs.shape[0]
-
-
-def train_step(params, opt_state, batch):
-  loss, grads = jax.value_and_grad(loss_fn)(params, batch)
-  m, v, t = opt_state
-  t = t + 1
-  tmap = jax.tree_util.tree_map
-  m = tmap(lambda m, g: 0.9 * m + 0.1 * g, m, grads)
-  v = tmap(lambda v, g: 0.999 * v + 0.001 * g * g, v, grads)
-  corr1 = 1 - 0.9 ** t.astype(jnp.float32)
-  corr2 = 1 - 0.999 ** t.astype(jnp.float32)
-  params = tmap(lambda p, m, v: p - 1e-2 * (m / corr1) /
-                (jnp.sqrt(v / corr2) + 1e-8), params, m, v)
-  return params, (m, v, t), loss
-
-
-def train_inputs():
-  params = init_params(jax.random.key(0))
-  zeros = jax.tree_util.tree_map(jnp.zeros_like, params)
-  opt_state = (zeros, zeros, jnp.zeros((), jnp.int32))
-  xs = jax.random.normal(jax.random.key(1), (3, 2, 8), jnp.float32)
-  ys = jax.random.normal(jax.random.key(2), (3, 2, 4), jnp.float32)
-  return params, opt_state, (xs, ys)
 
 
 def _child_main(how: str, out: str) -> None:

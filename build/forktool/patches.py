@@ -353,11 +353,12 @@ def check_series(patches_dir: Path) -> list[str]:
 
 
 def apply_series(tree: Path, patches_dir: Path,
-                 names: list[str] | None = None) -> list[tuple[str, dict]]:
-  """Applies the series strictly in memory, then writes it out.
+                 names: list[str] | None = None, *,
+                 write: bool = True) -> list[tuple[str, dict]]:
+  """Applies the series strictly in memory, then (if `write`) writes it out.
 
-  Nothing is written unless every patch applies.  Returns, per patch, the
-  changes it made.
+  Nothing is written unless every patch applies; `write=False` only checks.
+  Returns, per patch, the changes it made.
   """
   names = read_series(patches_dir) if names is None else names
   src = FileSource(tree)
@@ -367,5 +368,6 @@ def apply_series(tree: Path, patches_dir: Path,
     changes = apply_patch(patch, src)
     src.update(changes)
     applied.append((n, changes))
-  src.flush()
+  if write:
+    src.flush()
   return applied

@@ -22,7 +22,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-import shutil
 import tempfile
 import zipfile
 from pathlib import Path
