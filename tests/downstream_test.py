@@ -34,7 +34,8 @@ except ImportError as e:   # pragma: no cover - CI installs them
 
 
 @absltest.skipIf(flax_train is None, "downstream packages not installed "
-                 "(pip install -r requirements-downstream.txt)")
+                 "(pip install -c ecosystem-constraints.txt flax optax chex "
+                 "orbax-checkpoint)")
 class DownstreamTest(absltest.TestCase):
   """A plain TestCase: downstream code runs under default jax config."""
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -40,7 +41,7 @@ class Pin:
   version: str
   sha256: str
   jaxlib_version: str
-  dependencies: tuple[str, ...]
+  summary: str
 
   @property
   def sdist_name(self) -> str:
@@ -55,7 +56,7 @@ def load_pin(root: Path = REPO_ROOT) -> Pin:
                version=data["upstream"]["version"],
                sha256=data["upstream"]["sha256"].lower(),
                jaxlib_version=data["jaxlib"]["version"],
-               dependencies=tuple(data["requires"]["dependencies"]))
+               summary=data["metadata"]["summary"])
   except KeyError as e:
     raise UpstreamError(f"fork.toml lacks the key {e}") from None
 
@@ -84,12 +85,46 @@ def cache_dir() -> Path:
   return Path(xdg) / "jax-fork"
 
 
+# Variables through which a PEP 517 frontend talks to the backend it runs (and
+# to the pip processes below it).  A pip started from inside our build must not
+# see them: with them, its own build of the upstream sdist would look for
+# setuptools in *our* backend-path, and share our build's tracker.
+_FRONTEND_VAR_PREFIXES = ("_PYPROJECT_HOOKS_", "PEP517_")
+_FRONTEND_VARS = ("PIP_BUILD_TRACKER", "PIP_REQ_TRACKER", "PIP_NO_BUILD_ISOLATION",
+                  "PYTHONPATH", "PYTHONNOUSERSITE", "PYTHONHOME",
+                  "PYTHONSTARTUP", "PYTHONSAFEPATH")
+
+
+def child_pip_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+  """The environment for a child `pip`, free of any enclosing build's state.
+
+  The enclosing frontend may run us in an isolated environment whose only
+  packages come through PYTHONPATH; the child gets a PYTHONPATH holding just
+  the `pip` that this process imports, so it works in that environment, in a
+  plain venv, and under `--no-build-isolation` alike.
+  """
+  environ = dict(os.environ if environ is None else environ)
+  env = {k: v for k, v in environ.items()
+         if not k.startswith(_FRONTEND_VAR_PREFIXES)
+         and k not in _FRONTEND_VARS}
+  spec = importlib.util.find_spec("pip")
+  if spec is not None and spec.origin:
+    env["PYTHONPATH"] = str(Path(spec.origin).resolve().parent.parent)
+  return env
+
+
 def _pip_download(pin: Pin, dest: Path) -> Path:
+  if importlib.util.find_spec("pip") is None:
+    raise UpstreamError(_no_sdist_message(
+        pin, f"pip is not importable by {sys.executable}"))
   cmd = [sys.executable, "-m", "pip", "download", "--no-deps",
          "--no-binary", ":all:", "--disable-pip-version-check",
          f"{pin.name}=={pin.version}", "-d", str(dest)]
+  _log(f"fetching {pin.sdist_name} with pip download")
   try:
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                          env=child_pip_env(), cwd=dest,
+                          stdin=subprocess.DEVNULL)
   except (OSError, subprocess.TimeoutExpired) as e:
     raise UpstreamError(_no_sdist_message(pin, str(e))) from None
   candidate = dest / pin.sdist_name
@@ -97,6 +132,11 @@ def _pip_download(pin: Pin, dest: Path) -> Path:
     tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
     raise UpstreamError(_no_sdist_message(pin, " | ".join(tail)))
   return candidate
+
+
+def _log(msg: str) -> None:
+  # Frontends show a backend's stderr (pip with -v, `python -m build`, uv).
+  print(f"jax-fork: {msg}", file=sys.stderr, flush=True)
 
 
 def _no_sdist_message(pin: Pin, why: str) -> str:
@@ -118,18 +158,30 @@ def get_sdist(pin: Pin, local: str | os.PathLike | None = None) -> Path:
     if not path.is_file():
       raise UpstreamError(f"local sdist {path} does not exist")
     verify(path, pin)
+    _log(f"using {path}: sha256 {pin.sha256} verified")
     return path
   cached = cache_dir() / pin.sdist_name
   if cached.is_file():
     if sha256_of(cached) == pin.sha256:
+      _log(f"using cached {cached}: sha256 {pin.sha256} verified")
       return cached
     cached.unlink()   # a corrupt or foreign file; fetch again
   cached.parent.mkdir(parents=True, exist_ok=True)
   with tempfile.TemporaryDirectory(dir=cached.parent) as tmp:
     got = _pip_download(pin, Path(tmp))
     verify(got, pin)
+    _log(f"verified {pin.sdist_name}: sha256 {pin.sha256}")
     os.replace(got, cached)
   return cached
+
+
+def read_pkg_info(sdist: Path, pin: Pin) -> str:
+  """The upstream sdist's PKG-INFO: upstream's own declared metadata."""
+  with tarfile.open(sdist, "r:gz") as tf:
+    f = tf.extractfile(f"{pin.name}-{pin.version}/PKG-INFO")
+    if f is None:
+      raise UpstreamError(f"{sdist} has no PKG-INFO")
+    return f.read().decode("utf-8")
 
 
 def extract(sdist: Path, pin: Pin, dest: Path) -> Path:

@@ -34,36 +34,90 @@ _WHEEL_TAG = "py3-none-any"
 _PACKAGE_SUFFIXES = (".py", ".pyi", ".typed")
 
 
+_VERSION_RE = re.compile(r"^_release_version: str = '([^']+)'", re.M)
+_PATCHED_VERSION_RE = re.compile(r"^\+_release_version: str = '([^']+)'", re.M)
+
+
 def fork_version(tree: Path) -> str:
-  text = (tree / "jax" / "version.py").read_text()
-  m = re.search(r"^_release_version: str = '([^']+)'", text, re.M)
+  """The version a patched tree's jax/version.py declares."""
+  m = _VERSION_RE.search((tree / "jax" / "version.py").read_text())
   if not m:
     raise P.PatchError("jax/version.py has no _release_version")
   return m.group(1)
 
 
-def metadata(pin: U.Pin, version: str, tree: Path) -> str:
-  lines = [
-      "Metadata-Version: 2.1",
-      "Name: jax",
-      f"Version: {version}",
-      "Summary: Differentiate, compile, and transform Numpy code "
-      f"(fork of jax {pin.version}; see the fork's README).",
-      "Author: JAX team and the JAX fork authors",
-      "License: Apache-2.0",
-      "Classifier: Programming Language :: Python :: 3.11",
-      "Requires-Python: >=3.9",
-      f"Requires-Dist: jaxlib=={pin.jaxlib_version}",
-  ]
-  lines += [f"Requires-Dist: {d}" for d in pin.dependencies]
-  lines += ["Provides-Extra: cpu",
-            f'Requires-Dist: jaxlib=={pin.jaxlib_version}; extra == "cpu"',
-            "Description-Content-Type: text/markdown", ""]
-  readme_path = U.REPO_ROOT / "README.md"
-  if not readme_path.exists():
-    readme_path = tree / "README.md"
-  readme = readme_path.read_text(encoding="utf-8")
-  return "\n".join(lines) + "\n" + readme
+def series_version(patches_dir: Path) -> str:
+  """The version the series sets, read from its patches without applying them.
+
+  Lets the backend answer for metadata (and build an sdist) without the
+  upstream sdist; `build_wheel` checks it against the patched tree.
+  """
+  version = None
+  for name in P.read_series(patches_dir):
+    for m in _PATCHED_VERSION_RE.finditer(
+        (patches_dir / name).read_text(encoding="utf-8")):
+      version = m.group(1)
+  if version is None:
+    raise P.PatchError(f"no patch in {patches_dir}/series sets "
+                       "jax/version.py's _release_version")
+  return version
+
+
+def _split_pkg_info(text: str) -> list[tuple[str, str]]:
+  headers: list[tuple[str, str]] = []
+  for line in text.split("\n"):
+    if not line.strip():
+      break
+    if line[0] in " \t" and headers:   # a folded continuation line
+      key, value = headers[-1]
+      headers[-1] = (key, value + "\n" + line)
+      continue
+    key, sep, value = line.partition(": ")
+    if not sep:
+      raise U.UpstreamError(f"unexpected PKG-INFO line {line!r}")
+    headers.append((key, value))
+  return headers
+
+
+def metadata(pin: U.Pin, version: str, upstream_pkg_info: str,
+             readme: str) -> str:
+  """The wheel's METADATA: upstream's, with the fork's documented changes.
+
+  Every header of upstream's PKG-INFO is kept, in order (extras,
+  Requires-Python, classifiers, requirements), except `Version` and
+  `Summary`; the base requirement `jaxlib==<pin>` comes before upstream's
+  requirements, and the fork's README is the description.
+  """
+  out: list[str] = []
+  added_jaxlib = False
+  for key, value in _split_pkg_info(upstream_pkg_info):
+    if key == "Version":
+      value = version
+    elif key == "Summary":
+      value = pin.summary
+    elif key == "Description":
+      continue
+    if key in ("Requires-Dist", "Provides-Extra") and not added_jaxlib:
+      out.append(f"Requires-Dist: jaxlib=={pin.jaxlib_version}")
+      added_jaxlib = True
+    out.append(f"{key}: {value}")
+  if not added_jaxlib:
+    out.append(f"Requires-Dist: jaxlib=={pin.jaxlib_version}")
+  return "\n".join(out) + "\n\n" + readme
+
+
+def readme_text(tree: Path | None = None) -> str:
+  path = U.REPO_ROOT / "README.md"
+  if not path.exists() and tree is not None:
+    path = tree / "README.md"
+  return path.read_text(encoding="utf-8")
+
+
+def wheel_metadata(patches_dir: Path, sdist: str | None = None) -> str:
+  pin = U.load_pin()
+  src = U.get_sdist(pin, sdist)
+  return metadata(pin, series_version(patches_dir), U.read_pkg_info(src, pin),
+                  readme_text())
 
 
 def _record_hash(data: bytes) -> str:
@@ -80,22 +134,27 @@ def package_files(tree: Path) -> list[Path]:
   return out
 
 
-def build_wheel(tree: Path, out_dir: Path, pin: U.Pin) -> Path:
+def build_wheel(tree: Path, out_dir: Path, pin: U.Pin,
+                upstream_pkg_info: str, expected_version: str | None = None
+                ) -> Path:
   version = fork_version(tree)
+  if expected_version is not None and version != expected_version:
+    raise P.PatchError(f"the patched jax/version.py says {version}, the "
+                       f"series' patches say {expected_version}")
   dist_info = f"jax-{version}.dist-info"
   entries: list[tuple[str, bytes]] = []
   for p in package_files(tree):
     entries.append((p.relative_to(tree).as_posix(), p.read_bytes()))
   entries.append((f"{dist_info}/METADATA",
-                  metadata(pin, version, tree).encode("utf-8")))
+                  metadata(pin, version, upstream_pkg_info,
+                           readme_text(tree)).encode("utf-8")))
   entries.append((f"{dist_info}/WHEEL", (
       "Wheel-Version: 1.0\nGenerator: jax-fork-build\nRoot-Is-Purelib: true\n"
       f"Tag: {_WHEEL_TAG}\n").encode()))
   entries.append((f"{dist_info}/top_level.txt", b"jax\n"))
-  for lic in ("LICENSE", "AUTHORS"):
+  for lic in ("LICENSE", "AUTHORS"):   # where upstream's wheel has them
     if (tree / lic).exists():
-      entries.append((f"{dist_info}/licenses/{lic}",
-                      (tree / lic).read_bytes()))
+      entries.append((f"{dist_info}/{lic}", (tree / lic).read_bytes()))
   record = "".join(f"{name},{_record_hash(data)},{len(data)}\n"
                    for name, data in entries)
   record += f"{dist_info}/RECORD,,\n"
@@ -130,6 +189,8 @@ def build_from_series(out_dir: Path, patches_dir: Path,
   if problems:
     raise P.PatchError("the patch series is inconsistent:\n  " +
                        "\n  ".join(problems))
+  src = U.get_sdist(pin, sdist)
   with tempfile.TemporaryDirectory() as tmp:
-    tree = patched_tree(Path(tmp) / "tree", patches_dir, sdist)
-    return build_wheel(tree, out_dir, pin)
+    tree = patched_tree(Path(tmp) / "tree", patches_dir, str(src))
+    return build_wheel(tree, out_dir, pin, U.read_pkg_info(src, pin),
+                       series_version(patches_dir))
