@@ -317,7 +317,10 @@ class WheelTest(ToolingTestCase):
       names = zf.namelist()
     self.assertIn("Requires-Dist: jaxlib==0.4.26\n", meta)
     self.assertIn(f"Version: {version}\n", meta)
-    self.assertIn("Requires-Dist: numpy>=1.23.2,<2\n", meta)
+    # Upstream's requirements and extras (compared field by field with
+    # upstream's own wheel in install_test.py).
+    self.assertIn('Requires-Dist: jax-cuda12-plugin==0.4.26; extra == "cuda12"'
+                  '\n', meta)
     self.assertIn("jax/_src/core.py", names)
     self.assertIn("jax/py.typed", names)
     target = self.tmp / "site"
