@@ -315,7 +315,7 @@ class ShardMapSpmdAxisNameTest(jtu.JaxTestCase):
       for check_rep in [True, False])
   def test_vmap_inside_grad(self, check_rep):
     # The vmap batches the shard_map before autodiff sees it, so its spmd axis
-    # is in the shard_map's names already and residuals keep every other axis.
+    # is in the shard_map's names already; its residuals are not batched.
     config = "2x2x2_tuple"
     for policy in [None, "save_all"]:
       f = shard_map(_BODIES["psum"][0], mesh=_mesh(config), in_specs=P("j"),
