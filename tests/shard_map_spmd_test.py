@@ -13,11 +13,13 @@
 # limitations under the License.
 """Autodiff of shard_map under vmap with spmd_axis_name.
 
-Residuals saved by partial evaluation of a shard_map are sharded over the mesh
-axes except the spmd axes of the enclosing vmaps, and transposes of
-check_rep=False shard_maps do not sum batched cotangents across the batch
-elements that the spmd axes shard. Every result is compared with the same
-computation written without shard_map.
+Residuals saved by partial evaluation of a shard_map are stacked over every
+mesh axis, whatever the context; batching one under spmd_axis_name moves the
+spmd axes to its batch dimension. So a jit(grad(...)) traced (or lowered)
+outside a vmap can be batched later. Transposes of check_rep=False shard_maps
+do not sum batched cotangents across the batch elements that the spmd axes
+shard. Every result is compared with the same computation written without
+shard_map.
 """
 from __future__ import annotations
 
@@ -28,6 +30,11 @@ if "--xla_force_host_platform_device_count" not in os.environ.get(
                              " --xla_force_host_platform_device_count=8")
 
 from functools import partial
+import json
+import re
+import subprocess
+import sys
+import textwrap
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -35,6 +42,7 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 from jax._src import test_util as jtu
 from jax.experimental.shard_map import shard_map
 from jax.sharding import NamedSharding, PartitionSpec as P
@@ -307,7 +315,7 @@ class ShardMapSpmdAxisNameTest(jtu.JaxTestCase):
       for check_rep in [True, False])
   def test_vmap_inside_grad(self, check_rep):
     # The vmap batches the shard_map before autodiff sees it, so its spmd axis
-    # is in the shard_map's names already and residuals keep every other axis.
+    # is in the shard_map's names already; its residuals are not batched.
     config = "2x2x2_tuple"
     for policy in [None, "save_all"]:
       f = shard_map(_BODIES["psum"][0], mesh=_mesh(config), in_specs=P("j"),
@@ -486,6 +494,238 @@ class ShardMapSpmdAxisNameTest(jtu.JaxTestCase):
     rx, ry = jax.grad(ref, argnums=(0, 1))(x, y)
     self.assertAllClose(gx, rx, atol=1e-5, rtol=1e-5)
     self.assertAllClose(gy, ry, atol=1e-5, rtol=1e-5)
+
+
+def _example(config, x):
+  # The first example of a batch of arrays.
+  return x[(0,) * len(_CONFIGS[config][3])]
+
+
+def _per_example(api, f):
+  # The per-example derivative of f that `api` computes, as a function of the
+  # example x and its output cotangent (or tangent) w.
+  if api == "grad":
+    return jax.grad(lambda x, w: (f(x) * w).sum())
+  if api == "vjp":
+    return lambda x, w: jax.vjp(f, x)[1](w)[0]
+  assert api == "linearize"
+  return lambda x, w: jax.linearize(f, x)[1](w)
+
+
+def _shard_map_eqns(jaxpr):
+  # The shard_map equations of a jaxpr, at any depth, in order.
+  eqns = []
+  for eqn in jaxpr.eqns:
+    if eqn.primitive.name == "shard_map":
+      eqns.append(eqn)
+    for sub in jax.core.jaxprs_in_params(eqn.params):
+      eqns.extend(_shard_map_eqns(sub))
+  return eqns
+
+
+class ShardMapSpmdJitFirstTest(jtu.JaxTestCase):
+  """A jitted derivative traced outside a vmap, batched later."""
+
+  def _check(self, fun, ref, config, *args):
+    out = fun(*args)
+    self.assertAllClose(out, ref(*args), atol=1e-5, rtol=1e-5)
+    _assert_sharding(self, out, _mesh(config), _spmd_spec(config))
+
+  @parameterized.named_parameters(
+      dict(testcase_name=f"_check_rep={check_rep}", check_rep=check_rep)
+      for check_rep in [True, False])
+  def test_issue_example(self, check_rep):
+    mesh = jtu.create_global_mesh((4, 2), ("i", "j"))
+    f = shard_map(jnp.sin, mesh=mesh, in_specs=P("j"), out_specs=P("j"),
+                  check_rep=check_rep)
+    g = jax.jit(jax.grad(lambda x: f(x).sum()))
+    xs = jnp.arange(4 * 16.).reshape(4, 16)
+    self.assertAllClose(g(xs[0]), jnp.cos(xs[0]), atol=1e-6, rtol=1e-6)
+    out = jax.vmap(g, spmd_axis_name="i")(xs)
+    self.assertAllClose(out, jnp.cos(xs), atol=1e-6, rtol=1e-6)
+    _assert_sharding(self, out, mesh, P("i", "j"))
+
+  @parameterized.named_parameters(
+      dict(testcase_name=f"_{config}_{api}_{first}_check_rep={check_rep}",
+           config=config, api=api, first=first, check_rep=check_rep)
+      for config in ["4x2_i", "2x2x2_tuple", "2x2x2_nested"]
+      for api in ["grad", "vjp", "linearize"]
+      for first in ["call", "lower"]
+      for check_rep in [True, False])
+  def test_apis(self, config, api, first, check_rep):
+    body = "psum" if config == "4x2_i" else "scalar_res"
+    body_fn, ref_fn = _BODIES[body]
+    f = shard_map(body_fn, mesh=_mesh(config), in_specs=P("j"),
+                  out_specs=P("j"), check_rep=check_rep)
+    xs, ws, _ = _data(config)
+    x, w = _example(config, xs), _example(config, ws)
+    g = jax.jit(_per_example(api, f))
+    ref = _per_example(api, ref_fn)
+    if first == "call":
+      self.assertAllClose(g(x, w), ref(x, w), atol=1e-5, rtol=1e-5)
+    else:
+      g.lower(x, w)
+    self._check(_vmaps(g, config), _vmaps(ref, config), config, xs, ws)
+    self._check(jax.jit(_vmaps(g, config)), _vmaps(ref, config), config,
+                xs, ws)
+
+  @parameterized.named_parameters(
+      dict(testcase_name=f"_{config}_{policy}_check_rep={check_rep}",
+           config=config, policy=policy, check_rep=check_rep)
+      for config in ["4x2_i", "2x2x2_nested"]
+      for policy in _POLICIES
+      for check_rep in [True, False])
+  def test_remat_policies(self, config, policy, check_rep):
+    body = "all_gather" if config == "4x2_i" else "psum"
+    body_fn, ref_fn = _BODIES[body]
+    f = shard_map(body_fn, mesh=_mesh(config), in_specs=P("j"),
+                  out_specs=P("j"), check_rep=check_rep)
+    f = jax.checkpoint(f, policy=_POLICIES[policy])
+    xs, ws, _ = _data(config)
+    g = jax.jit(_per_example("grad", f))
+    ref = _per_example("grad", ref_fn)
+    g(_example(config, xs), _example(config, ws))
+    self._check(_vmaps(g, config), _vmaps(ref, config), config, xs, ws)
+
+  @parameterized.named_parameters(
+      dict(testcase_name=f"_{config}_{wrap}_check_rep={check_rep}",
+           config=config, wrap=wrap, check_rep=check_rep)
+      for config in ["4x2_i", "2x2x2_nested"]
+      for wrap in ["jit", "remat", "scan", "cond"]
+      for check_rep in [True, False])
+  def test_residuals_cross_staged_equations(self, config, wrap, check_rep):
+    # The residuals pass through equations whose types were fixed when the
+    # jit traced them, outside the vmap: a nested jit, remat, scan or cond.
+    body_fn, ref_fn = _BODIES["psum"]
+    f = shard_map(body_fn, mesh=_mesh(config), in_specs=P("j"),
+                  out_specs=P("j"), check_rep=check_rep)
+    def wrapped(f):
+      if wrap == "jit":
+        return jax.jit(f)
+      if wrap == "remat":
+        return jax.checkpoint(f, policy=_POLICIES["save_all"])
+      if wrap == "scan":
+        return lambda x: lax.scan(lambda c, _: (f(c), None), x, None,
+                                  length=2)[0]
+      return lambda x: lax.cond(x.sum() > 100., jnp.cos, f, x)
+    xs, ws, _ = _data(config)
+    g = jax.jit(_per_example("grad", wrapped(f)))
+    ref = _per_example("grad", wrapped(ref_fn))
+    g(_example(config, xs), _example(config, ws))
+    self._check(_vmaps(g, config), _vmaps(ref, config), config, xs, ws)
+
+  def test_traced_inside_vmap_then_outside(self):
+    # jit's cache holds one jaxpr per function and argument types; the one
+    # traced inside a spmd vmap is the one traced outside, and serves both.
+    config = "4x2_i"
+    mesh = _mesh(config)
+    xs, ws, _ = _data(config)
+    def make():
+      f = shard_map(_BODIES["psum"][0], mesh=mesh, in_specs=P("j"),
+                    out_specs=P("j"), check_rep=False)
+      return lambda x, w: jax.grad(lambda x: (f(x) * w).sum())(x)
+    ref = _per_example("grad", _BODIES["psum"][1])
+    h = make()
+    g = jax.jit(h)
+    self._check(jax.vmap(g, spmd_axis_name="i"), jax.vmap(ref), config,
+                xs, ws)
+    self.assertAllClose(g(xs[0], ws[0]), ref(xs[0], ws[0]), atol=1e-5,
+                        rtol=1e-5)
+    fresh = str(jax.make_jaxpr(jax.jit(make()))(xs[0], ws[0]))
+    self.assertEqual(str(jax.make_jaxpr(g)(xs[0], ws[0])), fresh)
+    self.assertEqual(str(jax.make_jaxpr(jax.jit(h))(xs[0], ws[0])), fresh)
+
+  def test_residual_names_independent_of_context(self):
+    # Residuals are stacked over every mesh axis in the mesh's order, inside
+    # a vmap or not; batched, they drop the spmd axes, which shard the batch
+    # dimension.
+    config = "2x2x2_tuple"
+    mesh = _mesh(config)
+    f = shard_map(_BODIES["psum"][0], mesh=mesh, in_specs=P("j"),
+                  out_specs=P("j"), check_rep=False)
+    xs, ws, _ = _data(config)
+    g = _per_example("grad", f)
+    # The forward shard_map returns f(x) and the residuals, which the
+    # transposed one takes after the cotangent.
+    fwd, bwd = _shard_map_eqns(jax.make_jaxpr(g)(xs[0], ws[0]).jaxpr)
+    num_res = len(fwd.params["out_names"]) - 1
+    self.assertGreater(num_res, 0)
+    self.assertEqual(fwd.params["out_names"],
+                     ({0: ("j",)},) + ({0: ("i", "j", "k")},) * num_res)
+    self.assertEqual(bwd.params["in_names"],
+                     ({0: ("j",)},) + ({0: ("i", "j", "k")},) * num_res)
+    batched_names = ({0: ("i", "k"), 1: ("j",)},) * (1 + num_res)
+    for h in [jax.vmap(g, spmd_axis_name=("i", "k")),
+              jax.vmap(jax.jit(g), spmd_axis_name=("i", "k"))]:
+      fwd, bwd = _shard_map_eqns(jax.make_jaxpr(h)(xs, ws).jaxpr)
+      self.assertEqual(fwd.params["out_names"], batched_names)
+      self.assertEqual(bwd.params["in_names"], batched_names)
+
+  def test_repeated_residual_blocks_compile_away(self):
+    # The batched residuals keep their unbatched length (each device's block
+    # once per spmd coordinate); under jit, XLA keeps one block per device.
+    mesh = _mesh("4x2_i")
+    n = 2 * 97  # 97 per device; repeated over 'i' (size 4) it would be 388
+    f = shard_map(_BODIES["psum"][0], mesh=mesh, in_specs=P("j"),
+                  out_specs=P("j"), check_rep=False)
+    g = jax.jit(_per_example("grad", f))
+    xs = jnp.ones((4, n), jnp.float32)
+    h = jax.jit(jax.vmap(g, spmd_axis_name="i"))
+    self.assertAllClose(h(xs, xs), jax.vmap(
+        _per_example("grad", _BODIES["psum"][1]))(xs, xs), atol=1e-4,
+                        rtol=1e-4)
+    hlo = h.lower(xs, xs).compile().as_text()
+    dims = {int(d) for shape in re.findall(r"\[([0-9,]+)\]", hlo)
+            for d in shape.split(",")}
+    self.assertIn(97, dims)
+    self.assertNotIn(388, dims)
+
+  def test_same_specs_and_cache_key_in_every_process(self):
+    # The residual names, the jaxpr, the StableHLO and the persistent
+    # compilation cache key of the same program are the same in processes
+    # with different string hashing.
+    script = textwrap.dedent("""
+        import hashlib, json, os
+        import numpy as np
+        import jax, jax.numpy as jnp
+        from jax._src import cache_key, compiler, xla_bridge
+        from jax.experimental.shard_map import shard_map
+        from jax.sharding import Mesh, PartitionSpec as P
+        names = ("data", "model", "pipe")
+        mesh = Mesh(np.array(jax.devices()[:8]).reshape(2, 2, 2), names)
+        f = shard_map(
+            lambda x: jnp.sin(x) * jax.lax.psum(jnp.cos(x).sum(), "model"),
+            mesh=mesh, in_specs=P("model"), out_specs=P("model"),
+            check_rep=False)
+        g = jax.jit(jax.grad(lambda x, w: (f(x) * w).sum()))
+        h = jax.jit(jax.vmap(g, spmd_axis_name=("pipe", "data")))
+        x = jnp.ones((16,), jnp.float32)
+        xs = jnp.ones((4, 16), jnp.float32)
+        res = []
+        for e in jax.make_jaxpr(g)(x, x).jaxpr.eqns[0].params["jaxpr"].eqns:
+          if e.primitive.name == "shard_map":
+            res.append(repr(e.params["in_names"] + e.params["out_names"]))
+        lowered = h.lower(xs, xs)
+        opts = compiler.get_compile_options(num_replicas=1, num_partitions=8)
+        key = cache_key.get(lowered.compiler_ir("stablehlo"),
+                            np.array(jax.devices()[:8]), opts,
+                            xla_bridge.get_backend())
+        sha = lambda s: hashlib.sha256(s.encode()).hexdigest()
+        print(json.dumps(dict(
+            names=res, jaxpr=sha(str(jax.make_jaxpr(h)(xs, xs))),
+            hlo=sha(lowered.as_text()), key=key)))
+        """)
+    results = []
+    for seed in ["1", "2", "3"]:
+      env = dict(os.environ, PYTHONHASHSEED=seed, JAX_PLATFORMS="cpu")
+      proc = subprocess.run([sys.executable, "-c", script], env=env,
+                            capture_output=True, text=True, timeout=600)
+      self.assertEqual(proc.returncode, 0, proc.stderr)
+      results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    self.assertTrue(any("('data', 'model', 'pipe')" in n
+                        for n in results[0]["names"]), results[0]["names"])
+    for r in results[1:]:
+      self.assertEqual(r, results[0])
 
 
 if __name__ == "__main__":
