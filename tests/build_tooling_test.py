@@ -45,6 +45,18 @@ def run_cli(*args: str, env: dict[str, str] | None = None):
                         capture_output=True, text=True, env=env)
 
 
+
+def python_with_this_jax(path: Path, **env: str) -> str:
+  """An interpreter wrapper that sees the jax this test runs with (installed,
+  or a tree on PYTHONPATH, which the upstream test runner drops)."""
+  import jax
+  site = Path(jax.__file__).resolve().parents[1]
+  extra = "".join(f"{k}={v} " for k, v in env.items())
+  path.write_text(f"#!/bin/sh\nPYTHONPATH={site} {extra}"
+                  f"exec {sys.executable} \"$@\"\n")
+  path.chmod(0o755)
+  return str(path)
+
 class ToolingTestCase(absltest.TestCase):
 
   def setUp(self):
@@ -427,7 +439,8 @@ class UpstreamTestRunnerTest(ToolingTestCase):
     subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)],
                    check=True, env=env)
     r = run_cli("upstream-tests", "--jax-repo", str(bare), "--num-cases", "3",
-                "tiny_test", "missing_test")
+                "--python", python_with_this_jax(self.tmp / "py"),
+                "--log-dir", str(self.tmp), "tiny_test", "missing_test")
     self.assertIn("tiny_test: 2 passed, 1 failed, 0 skipped", r.stdout)
     self.assertIn("missing_test: no such file", r.stdout)
     self.assertNotEqual(r.returncode, 0)
@@ -596,15 +609,10 @@ class UpstreamCompareTest(ToolingTestCase):
     self.assertLen(UT.SETS["wide"], 34)
 
   def test_compare_reports_only_failures_new_on_the_fork(self):
-    import jax   # whichever jax this test runs with stands in for both
-    site = Path(jax.__file__).resolve().parents[1]
-    pythons = {}
-    for kind in ("fork", "upstream"):
-      w = self.tmp / f"python-{kind}"
-      w.write_text(f"#!/bin/sh\nPYTHONPATH={site} FAKE_KIND={kind} "
-                   f"exec {sys.executable} \"$@\"\n")
-      w.chmod(0o755)
-      pythons[kind] = str(w)
+    # The jax this test runs with stands in for both installs.
+    pythons = {kind: python_with_this_jax(self.tmp / f"python-{kind}",
+                                          FAKE_KIND=kind)
+               for kind in ("fork", "upstream")}
     work = self.tmp / "work"
     (work / "tests").mkdir(parents=True)
     (work / "tests" / "tiny_test.py").write_text(
