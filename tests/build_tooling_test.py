@@ -471,6 +471,8 @@ def make_upstream_repo(root: Path, tag: str = "jax-v0.4.26",
       "jax/BUILD": "# only in the tag, not in the sdist\n",
       # The tag's version.py differs from the sdist's stamped one.
       "jax/version.py": "_release_version = None\n",
+      ".gitignore": "*.so\n",
+      "jaxlib/prebuilt.so": "tracked although ignored\n",
       missing: "GIF89a not really\n",
   }
   for rel, text in files.items():
@@ -483,7 +485,8 @@ def make_upstream_repo(root: Path, tag: str = "jax-v0.4.26",
   g = ["git", f"--git-dir={bare}", f"--work-tree={work}"]
   subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True,
                  env=env)
-  for args in (["add", "-A"], ["commit", "-qm", "Release"], ["tag", tag]):
+  for args in (["add", "-A", "-f"], ["commit", "-qm", "Release"],
+               ["tag", tag]):
     subprocess.run(g + args, check=True, env=env)
   sha = subprocess.run(g + ["rev-parse", f"{tag}:{missing}"], check=True,
                        env=env, capture_output=True, text=True).stdout.strip()
@@ -519,6 +522,13 @@ class FullTreeTest(ToolingTestCase):
                 "tests/tiny_test.py", "jax/BUILD", "jax/_src/core.py"):
       self.assertTrue((self.out / rel).is_file(), rel)
     self.assertFalse((self.out / "images" / "big.gif").exists())
+    # The tag commit holds the tag's entries (modes, blobs) but the missing.
+    ours = T.git(self.out, "ls-tree", "-r", "jax-v0.4.26").decode()
+    theirs = subprocess.run(
+        ["git", f"--git-dir={self.repo}", "ls-tree", "-r", "jax-v0.4.26"],
+        capture_output=True, text=True, check=True).stdout
+    self.assertEqual(ours.splitlines(), [l for l in theirs.splitlines()
+                                         if not l.endswith("\timages/big.gif")])
     self.assertEqual((self.out / ".bazelversion").read_text(), "6.1.2\n")
     self.assertEqual(T.git(self.out, "status", "--porcelain"), b"")
 

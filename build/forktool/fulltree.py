@@ -71,7 +71,16 @@ class TreeReport:
 
 def _git_dir(repo: Path) -> Path:
   repo = repo.resolve()
-  return repo / ".git" if (repo / ".git").exists() else repo
+  dot_git = repo / ".git"
+  if dot_git.is_dir():
+    return dot_git
+  if dot_git.is_file():   # a linked worktree or submodule: ask git
+    proc = subprocess.run(["git", "-C", str(repo), "rev-parse",
+                           "--absolute-git-dir"], capture_output=True,
+                          env=T.git_env())
+    if proc.returncode == 0:
+      return Path(proc.stdout.decode().strip())
+  return repo
 
 
 def _repo_git(repo: Path, *args: str, check: bool = True,
@@ -183,7 +192,8 @@ def merge_changelog(upstream_text: str, fork_text: str, version: str) -> str:
 
 
 def _commit(tree: Path, message: str, date: str) -> None:
-  T.git(tree, "add", "-A")
+  # -f: the tag may track files that match its own .gitignore.
+  T.git(tree, "add", "-A", "-f")
   T.git(tree, "commit", "-q", "--allow-empty", "-m", message,
         env=T.git_env({"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}))
 
