@@ -19,6 +19,7 @@
   python build/fork.py check                            # series sanity
   python build/fork.py wheel [--out dist]               # reproducible wheel
   python build/fork.py upstream-tests --jax-repo PATH lax_test shard_map_test
+  python build/fork.py tree --jax-repo PATH [--tag jax-v0.4.26] [--dir OUT]
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from forktool import fulltree  # noqa: E402
 from forktool import patches as P  # noqa: E402
 from forktool import tree as T  # noqa: E402
 from forktool import upstream as U  # noqa: E402
@@ -42,8 +44,10 @@ DEFAULT_PATCHES = U.REPO_ROOT / "patches"
 def cmd_materialize(args) -> int:
   dest = T.materialize(Path(args.dir), Path(args.patches), args.sdist,
                        args.upto)
+  applied = T.applied_patches(dest)
+  total = len(P.read_series(Path(args.patches)))
   print(f"materialized {dest} (upstream tag {T.UPSTREAM_TAG!r}, "
-        f"{len(P.read_series(Path(args.patches)))} patches)")
+        f"{applied} of {total} patches applied)")
   return 0
 
 
@@ -52,6 +56,11 @@ def cmd_export(args) -> int:
                    args.dry_run)
   for n in names:
     print(n)
+  kept = T.kept_patches(Path(args.dir), names)
+  if kept:
+    print(f"export: kept {len(kept)} patch(es) that {args.dir} did not "
+          f"materialize (--upto), unchanged: {', '.join(kept)}; run "
+          "`build/fork.py check` to see that they still apply", file=sys.stderr)
   return 0
 
 
@@ -80,6 +89,10 @@ def cmd_wheel(args) -> int:
   whl = W.build_from_series(Path(args.out), Path(args.patches), args.sdist)
   print(whl)
   return 0
+
+
+def cmd_tree(args) -> int:
+  return fulltree.main(args)
 
 
 def cmd_upstream_tests(args) -> int:
@@ -120,6 +133,12 @@ def main(argv=None) -> int:
   common(p)
   p.add_argument("--out", default=str(U.REPO_ROOT / "dist"))
   p.set_defaults(fn=cmd_wheel)
+
+  p = sub.add_parser("tree", help="the whole patched source tree (jaxlib, "
+                     "tests, build/ ...) from a jax-ml/jax clone")
+  common(p)
+  fulltree.add_arguments(p, U.REPO_ROOT / ".work" / "jax-tree")
+  p.set_defaults(fn=cmd_tree)
 
   p = sub.add_parser("upstream-tests",
                      help="run upstream's test files against the installed jax")

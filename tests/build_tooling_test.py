@@ -29,6 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "build"))
 
 from forktool import backend as B  # noqa: E402
+from forktool import fulltree as FT  # noqa: E402
 from forktool import patches as P  # noqa: E402
 from forktool import tree as T  # noqa: E402
 from forktool import upstream as U  # noqa: E402
@@ -43,6 +44,18 @@ def run_cli(*args: str, env: dict[str, str] | None = None):
   return subprocess.run([sys.executable, str(FORK_PY), *args],
                         capture_output=True, text=True, env=env)
 
+
+
+def python_with_this_jax(path: Path, **env: str) -> str:
+  """An interpreter wrapper that sees the jax this test runs with (installed,
+  or a tree on PYTHONPATH, which the upstream test runner drops)."""
+  import jax
+  site = Path(jax.__file__).resolve().parents[1]
+  extra = "".join(f"{k}={v} " for k, v in env.items())
+  path.write_text(f"#!/bin/sh\nPYTHONPATH={site} {extra}"
+                  f"exec {sys.executable} \"$@\"\n")
+  path.chmod(0o755)
+  return str(path)
 
 class ToolingTestCase(absltest.TestCase):
 
@@ -199,6 +212,61 @@ class MaterializeExportTest(ToolingTestCase):
                      "my work in progress\n")
     leftovers = [x for x in os.listdir(self.tmp) if ".tmp-" in x]
     self.assertEqual(leftovers, [])
+
+
+  def test_materialize_reports_how_many_patches_it_applied(self):
+    names = P.read_series(PATCHES)
+    r = run_cli("materialize", "--dir", str(self.tmp / "all"))
+    self.assertEqual(r.returncode, 0, r.stderr)
+    self.assertIn(f"{len(names)} of {len(names)} patches applied", r.stdout)
+    r = run_cli("materialize", "--dir", str(self.tmp / "some"), "--upto",
+                names[1])
+    self.assertEqual(r.returncode, 0, r.stderr)
+    self.assertIn(f"2 of {len(names)} patches applied", r.stdout)
+    self.assertEqual(T.applied_patches(self.tmp / "some"), 2)
+
+  def test_export_after_upto_keeps_the_patches_not_materialized(self):
+    names = P.read_series(PATCHES)
+    upto = names[4]
+    tree = self.tmp / "tree"
+    r = run_cli("materialize", "--dir", str(tree), "--upto", upto)
+    self.assertEqual(r.returncode, 0, r.stderr)
+    out = self.copy_patches()
+    r = run_cli("export", "--dir", str(tree), "--patches", str(out))
+    self.assertEqual(r.returncode, 0, r.stderr)
+    self.assertIn(f"kept {len(names) - 5} patch(es)", r.stderr)
+    self.assertEqual(P.read_series(out), names)
+    self.assertEqual(sorted(os.listdir(out)), sorted(os.listdir(PATCHES)))
+    for name in names + ["series"]:
+      self.assertEqual((PATCHES / name).read_bytes(), (out / name).read_bytes(),
+                       name)
+    # A new commit on the partial tree goes after the materialized patches,
+    # numbered past every existing one; the rest follow, unchanged.
+    (tree / "jax" / "fork_probe.py").write_text("X = 1\n")
+    T.git(tree, "add", "-A")
+    T.git(tree, "commit", "-q", "-m",
+          "probe: add a file\n\nWhy.\n\nOrigin: jax-fork\nForwarded: "
+          "not-needed\nLast-Update: 2026-12-01\n")
+    new = T.export(tree, out)
+    last = max(int(n[:4]) for n in names)
+    self.assertEqual(new, names[:5] + [f"{last + 1:04d}-probe-add-a-file.patch"]
+                     + names[5:])
+    self.assertEqual(P.read_series(out), new)
+    self.assertEqual(P.check_series(out), [])
+    for name in names[5:]:
+      self.assertEqual((PATCHES / name).read_bytes(), (out / name).read_bytes())
+
+  def test_export_after_upto_refuses_when_a_left_out_patch_is_gone(self):
+    names = P.read_series(PATCHES)
+    tree = self.tmp / "tree"
+    T.materialize(tree, PATCHES, upto=names[0])
+    out = self.copy_patches()
+    (out / names[-1]).unlink()
+    before = (out / "series").read_bytes()
+    with self.assertRaisesRegex(T.TreeError, f"--upto.*{names[-1]}.*refusing"):
+      T.export(tree, out)
+    self.assertEqual((out / "series").read_bytes(), before)
+    self.assertTrue((out / names[1]).exists())
 
 
 class UpstreamPinTest(ToolingTestCase):
@@ -400,10 +468,219 @@ class UpstreamTestRunnerTest(ToolingTestCase):
     subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)],
                    check=True, env=env)
     r = run_cli("upstream-tests", "--jax-repo", str(bare), "--num-cases", "3",
-                "tiny_test", "missing_test")
+                "--python", python_with_this_jax(self.tmp / "py"),
+                "--log-dir", str(self.tmp), "tiny_test", "missing_test")
     self.assertIn("tiny_test: 2 passed, 1 failed, 0 skipped", r.stdout)
     self.assertIn("missing_test: no such file", r.stdout)
     self.assertNotEqual(r.returncode, 0)
+
+
+def make_upstream_repo(root: Path, tag: str = "jax-v0.4.26",
+                       missing: str = "images/big.gif") -> Path:
+  """A small bare repository laid out like jax-ml/jax at a release tag.
+
+  Upstream's own top-level packaging files (setup.py, pyproject.toml, README,
+  LICENSE, AUTHORS) come from the pinned sdist, where they are the tag's. The
+  blob of `missing` is deleted from the object store, as in some real clones.
+  """
+  pin = U.load_pin()
+  sdist = U.extract(U.get_sdist(pin), pin, root / "sdist")
+  work = root / "work"
+  files = {
+      ".bazelrc": "build --config=short_logs\n",
+      ".bazelversion": "6.1.2\n",
+      "WORKSPACE": 'workspace(name = "jax")\n',
+      "CHANGELOG.md": ("# Change log\n\nBest viewed elsewhere.\n\n"
+                       "## jax 0.4.26\n\n* Changes\n  * upstream's entry\n"),
+      "build/build.py": "print('upstream build script')\n",
+      "jaxlib/BUILD": "# jaxlib targets\n",
+      "jaxlib/setup.py": "# jaxlib's own setup\n",
+      "third_party/xla/workspace.bzl": 'XLA_COMMIT = "0123abcd"\n',
+      "tests/tiny_test.py": "def test_ok():\n  assert True\n",
+      "jax/BUILD": "# only in the tag, not in the sdist\n",
+      # The tag's version.py differs from the sdist's stamped one.
+      "jax/version.py": "_release_version = None\n",
+      ".gitignore": "*.so\n",
+      "jaxlib/prebuilt.so": "tracked although ignored\n",
+      missing: "GIF89a not really\n",
+  }
+  for rel, text in files.items():
+    (work / rel).parent.mkdir(parents=True, exist_ok=True)
+    (work / rel).write_text(text)
+  for rel in ("setup.py", "pyproject.toml", "README.md", "LICENSE", "AUTHORS"):
+    shutil.copy(sdist / rel, work / rel)
+  bare = root / "jax.git"
+  env = T.git_env()
+  g = ["git", f"--git-dir={bare}", f"--work-tree={work}"]
+  subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True,
+                 env=env)
+  for args in (["add", "-A", "-f"], ["commit", "-qm", "Release"],
+               ["tag", tag]):
+    subprocess.run(g + args, check=True, env=env)
+  sha = subprocess.run(g + ["rev-parse", f"{tag}:{missing}"], check=True,
+                       env=env, capture_output=True, text=True).stdout.strip()
+  (bare / "objects" / sha[:2] / sha[2:]).unlink()
+  return bare
+
+
+class FullTreeTest(ToolingTestCase):
+  """`build/fork.py tree` on a synthetic upstream repository (no network)."""
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.root = Path(tempfile.mkdtemp(prefix="forktool-fulltree-"))
+    cls.repo = make_upstream_repo(cls.root)
+    cls.out = cls.root / "tree"
+    cls.result = run_cli("tree", "--jax-repo", str(cls.repo), "--dir",
+                         str(cls.out))
+
+  @classmethod
+  def tearDownClass(cls):
+    shutil.rmtree(cls.root, ignore_errors=True)
+    super().tearDownClass()
+
+  def test_layout_is_upstreams_with_the_missing_blob_left_out(self):
+    r = self.result
+    self.assertEqual(r.returncode, 0, r.stderr)
+    self.assertIn("left out (blob missing from the clone): images/big.gif",
+                  r.stdout)
+    for rel in (".bazelrc", ".bazelversion", "WORKSPACE", "setup.py",
+                "pyproject.toml", "CHANGELOG.md", "build/build.py",
+                "jaxlib/BUILD", "third_party/xla/workspace.bzl",
+                "tests/tiny_test.py", "jax/BUILD", "jax/_src/core.py"):
+      self.assertTrue((self.out / rel).is_file(), rel)
+    self.assertFalse((self.out / "images" / "big.gif").exists())
+    # The tag commit holds the tag's entries (modes, blobs) but the missing.
+    ours = T.git(self.out, "ls-tree", "-r", "jax-v0.4.26").decode()
+    theirs = subprocess.run(
+        ["git", f"--git-dir={self.repo}", "ls-tree", "-r", "jax-v0.4.26"],
+        capture_output=True, text=True, check=True).stdout
+    self.assertEqual(ours.splitlines(), [l for l in theirs.splitlines()
+                                         if not l.endswith("\timages/big.gif")])
+    self.assertEqual((self.out / ".bazelversion").read_text(), "6.1.2\n")
+    self.assertEqual(T.git(self.out, "status", "--porcelain"), b"")
+
+  def test_jax_is_the_patched_sdist_and_tag_only_files_stay(self):
+    patched = W.patched_tree(self.tmp / "patched", PATCHES)
+    want = {p.relative_to(patched).as_posix(): p.read_bytes()
+            for p in (patched / "jax").rglob("*") if p.is_file()}
+    got = {p.relative_to(self.out).as_posix(): p.read_bytes()
+           for p in (self.out / "jax").rglob("*") if p.is_file()}
+    self.assertEqual(set(got) - set(want), {"jax/BUILD"})
+    for rel, data in want.items():
+      self.assertEqual(got[rel], data, rel)
+    self.assertIn("from sdist: jax/version.py", self.result.stdout)
+
+  def test_history_is_tag_sdist_changelog_then_one_commit_per_patch(self):
+    names = P.read_series(PATCHES)
+    log = T.git(self.out, "log", "--reverse", "--format=%H %s").decode(
+        ).splitlines()
+    subjects = [line.split(" ", 1)[1] for line in log]
+    tag_commit = FT.resolve_tag(self.repo, "jax-v0.4.26")
+    self.assertEqual(subjects[0], f"Upstream jax-v0.4.26 ({tag_commit})")
+    self.assertStartsWith(subjects[1], "jax/: files from the pinned sdist")
+    self.assertStartsWith(subjects[2], "CHANGELOG.md:")
+    self.assertEqual(subjects[3:], [P.read_patch(PATCHES / n).subject
+                                    for n in names])
+    self.assertEqual(T.git(self.out, "rev-parse", "jax-v0.4.26").decode(),
+                     log[0].split()[0] + "\n")
+    self.assertEqual(T.git(self.out, "rev-parse", "upstream").decode(),
+                     log[2].split()[0] + "\n")
+    self.assertEqual(T.applied_patches(self.out), len(names))
+    # The tree is a development tree too: export writes the same series.
+    out = self.copy_patches()
+    self.assertEqual(T.export(self.out, out), names)
+    for name in names + ["series"]:
+      self.assertEqual((PATCHES / name).read_bytes(), (out / name).read_bytes())
+
+  def test_changelog_has_the_fork_sections_on_top_of_upstreams(self):
+    text = (self.out / "CHANGELOG.md").read_text()
+    self.assertStartsWith(text, "# Change log\n\nBest viewed elsewhere.\n")
+    fork = (REPO / "CHANGELOG.md").read_text()
+    first_fork = next(l for l in fork.splitlines() if l.startswith("## "))
+    self.assertIn(first_fork + "\n", text)
+    self.assertLess(text.index(first_fork), text.index("## jax 0.4.26\n"))
+    self.assertTrue(text.endswith("* Changes\n  * upstream's entry\n"))
+
+  def test_pip_wheel_of_the_tree_has_the_files_of_our_wheel(self):
+    ours = W.build_from_series(self.tmp / "ours", PATCHES)
+    work = self.tmp / "tree"
+    shutil.copytree(self.out, work, symlinks=True)
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                        "-q", "-w", str(self.tmp / "theirs"), "."],
+                       cwd=work, capture_output=True, text=True)
+    if r.returncode != 0 and "setuptools" in r.stdout + r.stderr:
+      self.skipTest(f"no setuptools to build with: {r.stderr[-300:]}")
+    self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+    (theirs,) = (self.tmp / "theirs").glob("*.whl")
+    self.assertEqual(theirs.name, ours.name)
+    with zipfile.ZipFile(ours) as a, zipfile.ZipFile(theirs) as b:
+      self.assertEqual(sorted(a.namelist()), sorted(b.namelist()))
+      for n in a.namelist():
+        if n.startswith("jax/"):
+          self.assertEqual(a.read(n), b.read(n), n)
+
+  def test_missing_blob_the_build_needs_is_an_error(self):
+    repo = make_upstream_repo(self.tmp / "r", missing="jaxlib/gone.py")
+    dest = self.tmp / "t"
+    r = run_cli("tree", "--jax-repo", str(repo), "--dir", str(dest))
+    self.assertEqual(r.returncode, 2)
+    self.assertIn("jaxlib/gone.py", r.stderr)
+    self.assertFalse(dest.exists())
+    self.assertEqual([x for x in os.listdir(self.tmp) if ".tmp-" in x], [])
+
+  def test_unknown_tag_is_named(self):
+    r = run_cli("tree", "--jax-repo", str(self.repo), "--tag", "jax-v9.9.9",
+                "--dir", str(self.tmp / "t"))
+    self.assertEqual(r.returncode, 2)
+    self.assertIn("no tag 'jax-v9.9.9'", r.stderr)
+
+
+class UpstreamCompareTest(ToolingTestCase):
+
+  def test_sets_expand_in_order_without_duplicates(self):
+    self.assertEqual(UT.selected_tests(["lax_test", "extra_test.py"],
+                                       ["ci", "core"]),
+                     ["checkify_test", "lax_numpy_indexing_test", "lax_test",
+                      "lax_autodiff_test", "lax_numpy_test", "shard_map_test",
+                      "core_test", "api_test", "pjit_test", "extra_test"])
+    self.assertLen(UT.SETS["wide"], 34)
+
+  def test_compare_reports_only_failures_new_on_the_fork(self):
+    # The jax this test runs with stands in for both installs.
+    pythons = {kind: python_with_this_jax(self.tmp / f"python-{kind}",
+                                          FAKE_KIND=kind)
+               for kind in ("fork", "upstream")}
+    work = self.tmp / "work"
+    (work / "tests").mkdir(parents=True)
+    (work / "tests" / "tiny_test.py").write_text(
+        "import os\n"
+        "def test_new_on_fork():\n"
+        "  assert os.environ['FAKE_KIND'] == 'upstream'\n"
+        "def test_fails_on_both():\n"
+        "  assert False\n"
+        "def test_fails_only_upstream():\n"
+        "  assert os.environ['FAKE_KIND'] == 'fork'\n"
+        "def test_passes():\n"
+        "  pass\n"
+        "def test_other():\n"
+        "  assert os.environ['FAKE_KIND'] == 'upstream'\n")
+    env = T.git_env()
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "t"],
+                 ["tag", "jax-v0.4.28"]):
+      subprocess.run(["git", "-C", str(work), *args], check=True, env=env)
+    r = run_cli("upstream-tests", "--jax-repo", str(work), "--tag",
+                "jax-v0.4.28", "--python", pythons["fork"], "--compare",
+                pythons["upstream"], "-k", "not other", "--log-dir",
+                str(self.tmp / "logs"), "tiny_test")
+    self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+    self.assertIn("tiny_test: fork 2 passed, 2 failed, 0 skipped, 0 errors | "
+                  "upstream 2 passed, 2 failed, 0 skipped, 0 errors | "
+                  "1 new on the fork", r.stdout)
+    new = [l.strip() for l in r.stdout.splitlines() if "new failure:" in l]
+    self.assertEqual(new, ["new failure: tiny_test.py::test_new_on_fork"])
+    self.assertIn("| `tiny_test` | 2 / 2 / 0 | 2 / 2 / 0 | 1 |", r.stdout)
 
 
 if __name__ == "__main__":

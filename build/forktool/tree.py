@@ -79,30 +79,100 @@ def _mailinfo(patch_path: Path, work: Path) -> tuple[dict[str, str], bytes]:
   return info, msg.read_bytes()
 
 
+_UNMATERIALIZED_KEY = "forktool.unmaterialized"
+
+
+def init_repo(tree: Path) -> None:
+  """`git init` with the fixed, private configuration the tooling relies on."""
+  git(tree, "init", "-q", "-b", "main")
+  for key, value in [("core.autocrlf", "false"), ("core.filemode", "true"),
+                     ("notes.rewriteRef", "refs/notes/commits"),
+                     ("notes.rewrite.amend", "true"),
+                     ("notes.rewrite.rebase", "true"),
+                     ("user.name", _IDENT[0]), ("user.email", _IDENT[1]),
+                     ("diff.renames", "false")]:
+    git(tree, "config", key, value)
+
+
+def commit_series(tree: Path, patches_dir: Path, names: list[str],
+                  work: Path) -> None:
+  """Applies `names` strictly on top of HEAD, one commit (+ note) per patch."""
+  files = P.FileSource(tree)
+  for n in names:
+    patch = P.read_patch(patches_dir / n)
+    changes = P.apply_patch(patch, files)   # raises before touching disk
+    files.update(changes)
+    files.flush()
+    info, msg = _mailinfo(patches_dir / n, work)
+    message = info.get("Subject", "").encode() + b"\n"
+    if msg.strip():
+      message += b"\n" + msg
+    env = git_env({"GIT_AUTHOR_NAME": info.get("Author", _IDENT[0]),
+                   "GIT_AUTHOR_EMAIL": info.get("Email", _IDENT[1]),
+                   "GIT_AUTHOR_DATE": info.get("Date", _UPSTREAM_DATE),
+                   "GIT_COMMITTER_DATE": info.get("Date", _UPSTREAM_DATE)})
+    git(tree, "add", "-A")
+    git(tree, "commit", "-q", "--allow-empty", "--cleanup=verbatim",
+        "-F", "-", env=env, input=message)
+    git(tree, "notes", "add", "-m", n, "HEAD")
+
+
+def replace_dir(new: Path, dest: Path) -> None:
+  """Moves `new` to `dest`, replacing what is there only at the very end."""
+  if dest.exists():
+    old = Path(tempfile.mkdtemp(prefix=dest.name + ".old-", dir=dest.parent))
+    os.replace(dest, old / "tree")
+    os.replace(new, dest)
+    shutil.rmtree(old)
+  else:
+    os.replace(new, dest)
+
+
+def unmaterialized(tree: Path) -> list[str]:
+  """The series entries `materialize --upto` left out of this tree, in order."""
+  proc = subprocess.run(["git", "-C", str(tree), "config", "--get-all",
+                         _UNMATERIALIZED_KEY], capture_output=True,
+                        env=git_env())
+  return proc.stdout.decode().split()
+
+
+def kept_patches(tree: Path, series: list[str]) -> list[str]:
+  """Of an exported `series`, the entries the tree did not materialize."""
+  commits = git(tree, "rev-list", "--count", f"{UPSTREAM_TAG}..HEAD")
+  return series[int(commits):]
+
+
+def applied_patches(tree: Path) -> int:
+  """How many commits the tree has after the `upstream` tag."""
+  return int(git(tree, "rev-list", "--count", f"{UPSTREAM_TAG}..HEAD"))
+
+
 def materialize(dest: Path, patches_dir: Path, sdist: str | None = None,
                 upto: str | None = None) -> Path:
-  """Creates `dest` as a git repo: upstream commit + one commit per patch."""
+  """Creates `dest` as a git repo: upstream commit + one commit per patch.
+
+  With `upto`, only the series up to and including that patch is applied;
+  the names of the rest are recorded in the tree's git config so that
+  `export` keeps them.
+  """
   pin = U.load_pin()
   src = U.get_sdist(pin, sdist)
   names = P.read_series(patches_dir)
+  rest: list[str] = []
   if upto is not None:
     if upto not in names:
       raise TreeError(f"--upto {upto!r} is not in the series")
-    names = names[:names.index(upto) + 1]
+    cut = names.index(upto) + 1
+    names, rest = names[:cut], names[cut:]
   dest = dest.resolve()
   dest.parent.mkdir(parents=True, exist_ok=True)
   tmp = Path(tempfile.mkdtemp(prefix=dest.name + ".tmp-", dir=dest.parent))
   try:
     tree = tmp / "tree"
     U.extract(src, pin, tree)
-    git(tree, "init", "-q", "-b", "main")
-    for key, value in [("core.autocrlf", "false"), ("core.filemode", "true"),
-                       ("notes.rewriteRef", "refs/notes/commits"),
-                       ("notes.rewrite.amend", "true"),
-                       ("notes.rewrite.rebase", "true"),
-                       ("user.name", _IDENT[0]), ("user.email", _IDENT[1]),
-                       ("diff.renames", "false")]:
-      git(tree, "config", key, value)
+    init_repo(tree)
+    for n in rest:
+      git(tree, "config", "--add", _UNMATERIALIZED_KEY, n)
     git(tree, "add", "-A")
     date_env = git_env({"GIT_AUTHOR_DATE": _UPSTREAM_DATE,
                         "GIT_COMMITTER_DATE": _UPSTREAM_DATE})
@@ -110,31 +180,8 @@ def materialize(dest: Path, patches_dir: Path, sdist: str | None = None,
         f"Upstream {pin.name} {pin.version} (sdist sha256 {pin.sha256})",
         env=date_env)
     git(tree, "tag", UPSTREAM_TAG)
-    files = P.FileSource(tree)
-    for n in names:
-      patch = P.read_patch(patches_dir / n)
-      changes = P.apply_patch(patch, files)   # raises before touching disk
-      files.update(changes)
-      files.flush()
-      info, msg = _mailinfo(patches_dir / n, tmp)
-      message = info.get("Subject", "").encode() + b"\n"
-      if msg.strip():
-        message += b"\n" + msg
-      env = git_env({"GIT_AUTHOR_NAME": info.get("Author", _IDENT[0]),
-                     "GIT_AUTHOR_EMAIL": info.get("Email", _IDENT[1]),
-                     "GIT_AUTHOR_DATE": info.get("Date", _UPSTREAM_DATE),
-                     "GIT_COMMITTER_DATE": info.get("Date", _UPSTREAM_DATE)})
-      git(tree, "add", "-A")
-      git(tree, "commit", "-q", "--allow-empty", "--cleanup=verbatim",
-          "-F", "-", env=env, input=message)
-      git(tree, "notes", "add", "-m", n, "HEAD")
-    if dest.exists():
-      old = Path(tempfile.mkdtemp(prefix=dest.name + ".old-", dir=dest.parent))
-      os.replace(dest, old / "tree")
-      os.replace(tree, dest)
-      shutil.rmtree(old)
-    else:
-      os.replace(tree, dest)
+    commit_series(tree, patches_dir, names, tmp)
+    replace_dir(tree, dest)
   finally:
     shutil.rmtree(tmp, ignore_errors=True)
   return dest
@@ -152,12 +199,24 @@ def export(tree: Path, patches_dir: Path, number_from: int | None = None,
   Commits carrying a note keep their file name; new commits get the next
   unused number (or `number_from` if larger) and a slug of their subject.
   Files are only rewritten when their bytes change.  Returns the new series.
+
+  A tree made by `materialize --upto` lacks the patches after that one; they
+  are kept, files untouched, after the exported ones in the series (see
+  `kept_patches`).  If one of them is no longer in `patches_dir`, export
+  refuses rather than guess.
   """
   tree = tree.resolve()
   commits = git(tree, "rev-list", "--reverse", f"{UPSTREAM_TAG}..HEAD"
                 ).decode().split()
   old_names = P.read_series(patches_dir) if (patches_dir / "series").exists() \
       else []
+  rest = unmaterialized(tree)
+  lost = [n for n in rest if not (patches_dir / n).is_file()]
+  if lost:
+    raise TreeError(
+        f"{tree} was materialized with --upto and lacks {', '.join(lost)}, "
+        f"which {patches_dir} no longer has; refusing to export (materialize "
+        "the whole series, or restore the patch files)")
   used = {int(n[:4]) for n in old_names if n[:4].isdigit()}
   used |= {int(f.name[:4]) for f in patches_dir.glob("[0-9][0-9][0-9][0-9]-*")}
   next_number = max([0, *used]) + 1
@@ -182,10 +241,12 @@ def export(tree: Path, patches_dir: Path, number_from: int | None = None,
                 "--stat=72", "--no-notes")
       names.append(name)
       (Path(tmp) / name).write_bytes(out)
+    exported = list(names)
+    names += [n for n in rest if n not in exported]
     if dry_run:
       return names
     patches_dir.mkdir(parents=True, exist_ok=True)
-    for name in names:
+    for name in exported:
       new = (Path(tmp) / name).read_bytes()
       target = patches_dir / name
       if not target.exists() or target.read_bytes() != new:

@@ -15,6 +15,11 @@
 
 The files are extracted with `git archive` from a jax git checkout (bare or
 not) at a tag into a temporary folder; nothing is copied into the repository.
+A later tag than the pin runs upstream's later tests (e.g. those of features
+the fork carries) against the fork.  `--compare PYTHON` runs the same files,
+with the same options, on a second interpreter (an upstream install) and
+reports the counts of both and only the failures that are new on the fork,
+by test id.
 """
 from __future__ import annotations
 
@@ -25,33 +30,79 @@ import subprocess
 import sys
 import tempfile
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 _SUMMARY_RE = re.compile(r"(\d+) (passed|failed|skipped|error|errors|xfailed|"
                          r"xpassed|deselected)")
 
+# Named sets of upstream test files (`--set NAME`, repeatable).
+SETS: dict[str, tuple[str, ...]] = {
+    # The suites whose counts each release records in CHANGELOG.md.
+    "core": ("lax_test", "lax_autodiff_test", "lax_numpy_test",
+             "lax_numpy_indexing_test", "shard_map_test", "core_test",
+             "api_test", "pjit_test"),
+    "wide": ("checkify_test", "lax_control_flow_test", "lax_vmap_test",
+             "lax_vmap_op_test", "batching_test", "dynamic_api_test",
+             "lax_scipy_test", "lax_scipy_special_functions_test",
+             "linalg_test", "export_test", "pmap_test", "sparsify_test",
+             "lax_numpy_operators_test", "lax_numpy_reducers_test",
+             "lax_numpy_ufuncs_test", "lax_numpy_vectorize_test",
+             "lax_numpy_einsum_test", "nn_test", "random_test",
+             "custom_linear_solve_test", "custom_root_test", "for_loop_test",
+             "state_test", "attrs_test", "jet_test", "fft_test", "image_test",
+             "ode_test", "debugging_primitives_test", "stax_test",
+             "name_stack_test", "x64_context_test", "aot_test",
+             "memories_test"),
+    # Small enough for every CI run.
+    "ci": ("checkify_test", "lax_numpy_indexing_test"),
+}
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
   p.add_argument("--jax-repo", required=True,
                  help="path to a git checkout of jax-ml/jax (bare or not)")
-  p.add_argument("--tag", default="jax-v0.4.26")
+  p.add_argument("--tag", default="jax-v0.4.26",
+                 help="upstream tag whose tests/ to run (default jax-v0.4.26; "
+                      "a later tag runs upstream's later tests)")
   p.add_argument("--num-cases", default="10",
                  help="JAX_NUM_GENERATED_CASES (default 10)")
   p.add_argument("--devices", type=int, default=8,
                  help="host CPU devices (XLA_FLAGS device count)")
   p.add_argument("--python", default=sys.executable,
                  help="interpreter whose installed jax is tested")
+  p.add_argument("--compare", metavar="PYTHON", default=None,
+                 help="also run the files on this interpreter (an upstream "
+                      "jax install) and report only the failures new on the "
+                      "fork")
   p.add_argument("-k", dest="keyword", default=None,
                  help="pytest -k expression")
+  p.add_argument("--set", dest="sets", action="append", default=[],
+                 choices=sorted(SETS),
+                 help="a named set of test files (repeatable): " +
+                      "; ".join(f"{k}: {' '.join(v)}" for k, v in
+                                SETS.items()))
   p.add_argument("--workers", type=int, default=0,
                  help="pytest-xdist workers (0: none)")
-  p.add_argument("tests", nargs="+",
+  p.add_argument("--log-dir", default=tempfile.gettempdir(),
+                 help="where the pytest logs go")
+  p.add_argument("tests", nargs="*",
                  help="test file names, e.g. lax_test shard_map_test")
+
+
+def selected_tests(names: list[str], sets: list[str]) -> list[str]:
+  """The files named by `--set`s and positional names, each once, in order."""
+  out: list[str] = []
+  for n in [*(t for s in sets for t in SETS[s]), *names]:
+    n = n[:-3] if n.endswith(".py") else n
+    if n not in out:
+      out.append(n)
+  return out
 
 
 def extract_tests(repo: Path, tag: str, dest: Path) -> Path:
   archive = subprocess.run(
-      ["git", f"--git-dir={_git_dir(repo)}", "archive", tag, "tests"],
+      ["git", f"--git-dir={_git_dir(repo)}", "archive", tag, "--", "tests"],
       capture_output=True)
   if archive.returncode != 0:
     raise SystemExit(f"error: git archive {tag} tests in {repo} failed: "
@@ -77,44 +128,115 @@ def parse_summary(text: str) -> dict[str, int]:
   return counts
 
 
+def failed_ids(junit_xml: Path) -> set[str]:
+  """Ids (`file.py::Class::test`) of the failed or erroring test cases."""
+  if not junit_xml.exists():
+    return set()
+  try:
+    root = ET.parse(junit_xml).getroot()
+  except ET.ParseError:
+    return set()
+  out = set()
+  for case in root.iter("testcase"):
+    if case.find("failure") is None and case.find("error") is None:
+      continue
+    parts = [x for x in case.get("classname", "").split(".") if x]
+    if parts and parts[0] == "tests":
+      parts = parts[1:]
+    if parts:   # module.Class -> module.py::Class (a collection error has none)
+      parts[0] += ".py"
+    out.add("::".join([*parts, case.get("name", "")]))
+  return out
+
+
+def _fmt(c: dict[str, int]) -> str:
+  return (f"{c['passed']} passed, {c['failed']} failed, "
+          f"{c['skipped']} skipped, {c['error']} errors")
+
+
+def _installed(python: str, env: dict[str, str], cwd: str) -> str:
+  proc = subprocess.run(
+      [python, "-c", "import jax; print(jax.__version__, jax.__file__)"],
+      capture_output=True, text=True, env=env, cwd=cwd)
+  if proc.returncode != 0:
+    raise SystemExit(f"error: {python} cannot import jax: "
+                     f"{proc.stderr.strip().splitlines()[-1:]}")
+  return proc.stdout.strip()
+
+
+def run_file(python: str, path: Path, args, env: dict[str, str], cwd: str,
+             log: Path) -> tuple[dict[str, int], set[str], int]:
+  junit = log.with_suffix(".xml")
+  cmd = [python, "-m", "pytest", str(path), "-q", "-p", "no:cacheprovider",
+         "-o", "addopts=", f"--junitxml={junit}"]
+  if args.keyword:
+    cmd += ["-k", args.keyword]
+  if args.workers:
+    cmd += ["-n", str(args.workers)]
+  proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd)
+  out = proc.stdout + proc.stderr
+  log.write_text(out)
+  return parse_summary(out), failed_ids(junit), proc.returncode
+
+
 def main(args) -> int:
   repo = Path(args.jax_repo)
+  names = selected_tests(args.tests, args.sets)
+  if not names:
+    raise SystemExit("error: name test files or a --set "
+                     f"({', '.join(sorted(SETS))})")
   env = dict(os.environ)
   env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") +
                       f" --xla_force_host_platform_device_count={args.devices}"
                       ).strip()
   env["JAX_NUM_GENERATED_CASES"] = str(args.num_cases)
   env.pop("PYTHONPATH", None)
+  log_dir = Path(args.log_dir)
+  log_dir.mkdir(parents=True, exist_ok=True)
   worst = 0
+  rows = []
   with tempfile.TemporaryDirectory(prefix="jax-upstream-tests-") as tmp:
     tests_dir = extract_tests(repo, args.tag, Path(tmp))
-    version = subprocess.run(
-        [args.python, "-c", "import jax; print(jax.__version__, jax.__file__)"],
-        capture_output=True, text=True, env=env, cwd=tmp).stdout.strip()
-    print(f"upstream tests at {args.tag} against jax {version}")
-    for name in args.tests:
-      name = name[:-3] if name.endswith(".py") else name
+    print(f"upstream tests at {args.tag} against jax "
+          f"{_installed(args.python, env, tmp)}")
+    if args.compare:
+      print(f"compared with jax {_installed(args.compare, env, tmp)}")
+    for name in names:
       path = tests_dir / f"{name}.py"
       if not path.exists():
         print(f"{name}: no such file at {args.tag}")
         worst = max(worst, 2)
         continue
-      cmd = [args.python, "-m", "pytest", str(path), "-q", "-p",
-             "no:cacheprovider", "-o", "addopts="]
-      if args.keyword:
-        cmd += ["-k", args.keyword]
-      if args.workers:
-        cmd += ["-n", str(args.workers)]
       t0 = time.time()
-      proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                            cwd=tmp)
-      out = proc.stdout + proc.stderr
-      log = Path(tempfile.gettempdir()) / f"upstream-{name}.log"
-      log.write_text(out)
-      c = parse_summary(out)
-      print(f"{name}: {c['passed']} passed, {c['failed']} failed, "
-            f"{c['skipped']} skipped, {c['error']} errors "
-            f"({time.time() - t0:.0f} s; log {log})", flush=True)
-      if proc.returncode not in (0, 5):
+      suffix = "-fork" if args.compare else ""
+      log = log_dir / f"upstream-{name}{suffix}.log"
+      c, failed, rc = run_file(args.python, path, args, env, tmp, log)
+      if not args.compare:
+        print(f"{name}: {_fmt(c)} ({time.time() - t0:.0f} s; log {log})",
+              flush=True)
+        if rc not in (0, 5):
+          worst = max(worst, 1)
+        continue
+      ulog = log_dir / f"upstream-{name}-upstream.log"
+      uc, ufailed, _ = run_file(args.compare, path, args, env, tmp, ulog)
+      new = sorted(failed - ufailed)
+      if rc not in (0, 5) and not failed:
+        # pytest failed without a test id (e.g. a crash): count it as new.
+        new = [f"{name}.py (pytest exit status {rc}, no test ids; see {log})"]
+      rows.append((name, c, uc, len(new)))
+      print(f"{name}: fork {_fmt(c)} | upstream {_fmt(uc)} | "
+            f"{len(new)} new on the fork ({time.time() - t0:.0f} s; logs "
+            f"{log}, {ulog})", flush=True)
+      for test_id in new:
+        print(f"  new failure: {test_id}")
+      if new:
         worst = max(worst, 1)
+  if rows:
+    print("\n| suite | fork passed / failed / skipped | upstream passed / "
+          "failed / skipped | new on the fork |")
+    print("| --- | --- | --- | --- |")
+    for name, c, uc, n in rows:
+      print(f"| `{name}` | {c['passed']} / {c['failed'] + c['error']} / "
+            f"{c['skipped']} | {uc['passed']} / {uc['failed'] + uc['error']} / "
+            f"{uc['skipped']} | {n} |")
   return worst
