@@ -249,6 +249,53 @@ class ConfigTest(DumpTestCase):
     self.assertLen(self.dumps(), 1)
 
 
+class ImportTest(DumpTestCase):
+
+  _CHILD = textwrap.dedent("""
+      import atexit, json, os, sys, threading
+      handlers = []
+      _register = atexit.register
+      atexit.register = lambda fn, *a, **k: (
+          handlers.append(fn.__module__), _register(fn, *a, **k))[1]
+      _at_fork = os.register_at_fork
+      os.register_at_fork = lambda **k: (
+          handlers.append(next(iter(k.values())).__module__), _at_fork(**k))[1]
+      import jax, numpy as np
+      imported = "jax._src.jaxpr_dump" in sys.modules
+      if os.environ.get("DUMP_SOMETHING"):
+        jax.jit(lambda x: x + 1.0)(np.float32(1))
+      print(json.dumps({"handlers": handlers, "imported": imported,
+                        "threads": [t.name for t in threading.enumerate()]}))
+      """)
+
+  def _child(self, **env) -> dict:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("JAX_DUMP")}
+    full.update(env, JAX_PLATFORMS="cpu")
+    out = subprocess.run([sys.executable, "-c", self._CHILD], env=full,
+                         check=True, capture_output=True, text=True,
+                         timeout=240).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+  def test_nothing_registered_at_import(self):
+    off = self._child()
+    self.assertFalse(off["imported"])  # Not even imported with dumping off.
+    self.assertNotIn("jax._src.jaxpr_dump", off["handlers"])
+    # Turned on from the environment, still nothing until something is
+    # dumped; a local dump needs no handler or thread either.
+    on = self._child(JAX_DUMP_IR_TO=self.dump_dir, JAX_DUMP_IR_MODES="jaxpr",
+                     DUMP_SOMETHING="1")
+    self.assertNotIn("jax._src.jaxpr_dump", on["handlers"])
+    self.assertNotIn("jax_dump_ir_uploader", on["threads"])
+    self.assertNotEmpty(os.listdir(self.dump_dir))
+    # Remote dumps register the exit flush with their first upload.
+    remote = self._child(JAX_DUMP_IR_TO="gs://no-such-bucket/x",
+                         JAX_DUMP_IR_MODES="jaxpr",
+                         JAX_DUMP_IR_LOCAL_DIR=self.make_dir(),
+                         JAX_DUMP_IR_DELETE_LOCAL_AFTER="false",
+                         DUMP_SOMETHING="1")
+    self.assertEqual(remote["handlers"].count("jax._src.jaxpr_dump"), 1)
+
+
 class LocalDumpTest(DumpTestCase):
 
   def test_jaxpr_matches_make_jaxpr(self):
