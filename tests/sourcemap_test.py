@@ -78,6 +78,36 @@ def ref_deserialize(text: str):
   return out
 
 
+def ref_error_position(text: str) -> int | None:
+  """Where a left-to-right reader of `text` meets its first error, if any."""
+  pos = 0
+  for line in text.split(";"):
+    for seg in line.split(",") if line else []:
+      n = acc = shift = 0
+      for i, c in enumerate(seg):
+        if c not in _B64:
+          return pos + i
+        d = _B64.index(c)
+        acc += (d & 31) << shift
+        if d & 32:
+          shift += 5
+          if shift > 30:
+            return pos + i
+        else:
+          if acc >> 32:
+            return pos + i
+          n += 1
+          acc = shift = 0
+      if shift:
+        return pos + len(seg)
+      if n not in (1, 4, 5):
+        return pos
+      pos += len(seg) + 1
+    if not line:
+      pos += 1
+  return None
+
+
 def ref_serialize(mappings) -> str:
   prev = [0] * 5
   lines = []
@@ -394,6 +424,13 @@ class FuzzTest(jtu.JaxTestCase):
   @_settings
   def test_fuzz_mappings_text(self, s):
     self.assert_only_value_error(sourcemap.deserialize_mappings, s)
+    try:
+      sourcemap.deserialize_mappings(s)
+    except ValueError as e:
+      self.assertEqual(int(re.search(r"position (\d+)", str(e))[1]),
+                       ref_error_position(s), msg=f"{e} in {s!r}")
+    else:
+      self.assertIsNone(ref_error_position(s))
     self.assert_only_value_error(sourcemap.decode_segment, s)
 
   def test_fuzz_large_mappings(self):
@@ -415,10 +452,14 @@ class FuzzTest(jtu.JaxTestCase):
       s = "".join(chars)
       try:
         m = sourcemap.deserialize_mappings(s)
-      except ValueError:
+      except ValueError as e:
         with self.assertRaises(ValueError):
           ref_deserialize(s)
+        # The error names where a left-to-right reader meets it.
+        self.assertEqual(int(re.search(r"position (\d+)", str(e))[1]),
+                         ref_error_position(s), msg=f"{e} in {s!r}")
       else:
+        self.assertIsNone(ref_error_position(s))
         self.assertEqual(sourcemap.absolute_mappings(m), ref_deserialize(s))
 
   @hypothesis.given(st.one_of(st.binary(max_size=80), st.text(max_size=80)))
