@@ -309,6 +309,12 @@ class LocalDumpTest(DumpTestCase):
     (name,), = self.dumps().values()
     self.assertEqual(self.read(name).decode(),
                      str(jax.make_jaxpr(model)(x, w)) + "\n")
+    # What README says: the jitted function's inner jaxpr; make_jaxpr of the
+    # jitted function itself shows one pjit equation wrapping it.
+    outer = jax.make_jaxpr(jax.jit(model))(x, w)
+    self.assertNotEqual(self.read(name).decode(), str(outer) + "\n")
+    self.assertEqual(self.read(name).decode(),
+                     str(outer.eqns[0].params["jaxpr"]) + "\n")
     self.assertEqual(self.dumps(ext="jaxpr.html"), {})
     source_map = json.loads(self.read(name + ".map"))
     self.assertEqual(source_map["version"], 3)
