@@ -14,6 +14,7 @@
 """Tests for jax._src.sourcemap (TC39 source maps, revision 3)."""
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
@@ -348,6 +349,11 @@ class MappingsTest(jtu.JaxTestCase):
       ("empty_segment", "AAAA,,AAAA", "empty segment at position 5"),
       ("trailing_comma", "AAAA,", "empty segment at position 5"),
       ("out_of_range", "AAAA,ggggggE", "position 11 .* 32-bit"),
+      # The first error met reading left to right, whatever its kind.
+      ("empty_then_truncated", ",g", "empty segment at position 0"),
+      ("size_then_bad_char", "AA,!", "position 0 .* has 2 fields"),
+      ("range_then_bad_char", "gggggggA,!", "position 6 .* 32-bit"),
+      ("truncated_then_empty", "AAAg,,", "truncated VLQ value at position 4"),
   )
   def test_deserialize_errors(self, s, pattern):
     self.check_errors(s, pattern)
@@ -430,6 +436,23 @@ class FuzzTest(jtu.JaxTestCase):
     else:
       self.assertIsNone(ref_error_position(s))
     self.assert_only_value_error(sourcemap.decode_segment, s)
+
+  def test_every_short_text(self):
+    # Every text of up to 4 characters from an alphabet with single-digit and
+    # continuation digits, both separators and a bad character: decoded as the
+    # reference decodes it, or the error where a left-to-right reader meets it.
+    alphabet = "Ag/,;!"
+    for n in range(5):
+      for chars in itertools.product(alphabet, repeat=n):
+        s = "".join(chars)
+        try:
+          m = sourcemap.deserialize_mappings(s)
+        except ValueError as e:
+          self.assertEqual(int(re.search(r"position (\d+)", str(e))[1]),
+                           ref_error_position(s), msg=f"{e} in {s!r}")
+        else:
+          self.assertIsNone(ref_error_position(s), msg=s)
+          self.assertEqual(sourcemap.absolute_mappings(m), ref_deserialize(s))
 
   def test_fuzz_large_mappings(self):
     # Mutations of long valid strings reach the vectorized decoder.
