@@ -405,7 +405,7 @@ class JaxprHtmlTest(jtu.JaxTestCase):
     self.assertEqual(self.errors, [])
 
   def test_hostile_text_is_escaped(self):
-    name = "</script><b id=injected>x</b><!--"
+    name = "</script><b id=injected>x</b><!-- @DATA@ @JS@"
     text = "{ lambda ; a:f32[]. let b:f32[] = sin a in (b,) } </script><b>"
     data = {"name": name, "jaxpr": text, "lines": [[[0, 10, 0]]],
             "equations": [[[0, 1, 0, "<b>f</b>"]]],
