@@ -51,7 +51,7 @@ small = jax.jit(lambda x, y: x * y + 1.0)
 X = jnp.ones((8,))
 small(X, X).block_until_ready()
 
-FORK = hasattr(jax._src, "jaxpr_dump") or "fork" in jax.__version__
+FORK = "fork" in jax.__version__
 dump_seconds = [0.0]
 if FORK:
   from jax._src import jaxpr_dump
@@ -64,7 +64,8 @@ if FORK:
       finally:
         dump_seconds[0] += time.process_time() - t0
     return wrapper
-  jaxpr_dump.dump_jaxpr = timed(jaxpr_dump.dump_jaxpr)
+  # Every lowering's jaxpr dump goes through _dump_jaxpr.
+  jaxpr_dump._dump_jaxpr = timed(jaxpr_dump._dump_jaxpr)
   mlir.dump_module_to_file = timed(mlir.dump_module_to_file)
   jax.config.update("jax_dump_ir_modes", "stablehlo,jaxpr,jaxpr_html")
 print(json.dumps({"version": jax.__version__, "fork": FORK}), flush=True)

@@ -391,6 +391,9 @@ class WheelTest(ToolingTestCase):
                   '\n', meta)
     self.assertIn("jax/_src/core.py", names)
     self.assertIn("jax/py.typed", names)
+    # The jaxpr_html dump page's assets (inlined into each dump).
+    for asset in ("page.html", "page.css", "page.js"):
+      self.assertIn(f"jax/_src/jaxpr_dump_assets/{asset}", names)
     target = self.tmp / "site"
     r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps",
                         "--target", str(target), str(whl)],

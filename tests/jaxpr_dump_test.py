@@ -32,6 +32,7 @@ import threading
 import warnings
 
 from absl.testing import absltest
+from absl.testing import parameterized
 import numpy as np
 
 import jax
@@ -54,6 +55,15 @@ _OPTIONS = ("jax_dump_ir_to", "jax_dump_ir_modes", "jax_dump_ir_filter",
 _NAME_RE = re.compile(
     r"^jax_(?P<id>[0-9a-f]{12}-\d{6})_(?P<name>[A-Za-z0-9_.-]+?)"
     r"\.(?P<ext>jaxpr\.txt|jaxpr\.txt\.map|jaxpr\.html)$")
+# jax_<12 hex token>-<6 digit counter>_<module name>_<stage>.mlir
+_MLIR_RE = re.compile(
+    r"^jax_(?P<id>[0-9a-f]{12}-\d{6})_(?P<module>[A-Za-z0-9_.-]+?)"
+    r"_(?P<stage>compile|export|verification)\.mlir$")
+# The files each mode writes, by extension.
+_MODE_EXTS = {"stablehlo": {".mlir"}, "jaxpr": {".jaxpr.txt", ".jaxpr.txt.map"},
+              "jaxpr_html": {".jaxpr.html"}}
+_KEPT_RE = re.compile(r"(/[^\s,']*/jax_[^\s,'/]+?\.(?:jaxpr\.txt\.map|"
+                      r"jaxpr\.txt|jaxpr\.html|mlir))(?=[,.'\s]|$)")
 
 _B64 = {c: i for i, c in enumerate(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")}
@@ -239,6 +249,53 @@ class ConfigTest(DumpTestCase):
     self.assertLen(self.dumps(), 1)
 
 
+class ImportTest(DumpTestCase):
+
+  _CHILD = textwrap.dedent("""
+      import atexit, json, os, sys, threading
+      handlers = []
+      _register = atexit.register
+      atexit.register = lambda fn, *a, **k: (
+          handlers.append(fn.__module__), _register(fn, *a, **k))[1]
+      _at_fork = os.register_at_fork
+      os.register_at_fork = lambda **k: (
+          handlers.append(next(iter(k.values())).__module__), _at_fork(**k))[1]
+      import jax, numpy as np
+      imported = "jax._src.jaxpr_dump" in sys.modules
+      if os.environ.get("DUMP_SOMETHING"):
+        jax.jit(lambda x: x + 1.0)(np.float32(1))
+      print(json.dumps({"handlers": handlers, "imported": imported,
+                        "threads": [t.name for t in threading.enumerate()]}))
+      """)
+
+  def _child(self, **env) -> dict:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("JAX_DUMP")}
+    full.update(env, JAX_PLATFORMS="cpu")
+    out = subprocess.run([sys.executable, "-c", self._CHILD], env=full,
+                         check=True, capture_output=True, text=True,
+                         timeout=240).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+  def test_nothing_registered_at_import(self):
+    off = self._child()
+    self.assertFalse(off["imported"])  # Not even imported with dumping off.
+    self.assertNotIn("jax._src.jaxpr_dump", off["handlers"])
+    # Turned on from the environment, still nothing until something is
+    # dumped; a local dump needs no handler or thread either.
+    on = self._child(JAX_DUMP_IR_TO=self.dump_dir, JAX_DUMP_IR_MODES="jaxpr",
+                     DUMP_SOMETHING="1")
+    self.assertNotIn("jax._src.jaxpr_dump", on["handlers"])
+    self.assertNotIn("jax_dump_ir_uploader", on["threads"])
+    self.assertNotEmpty(os.listdir(self.dump_dir))
+    # Remote dumps register the exit flush with their first upload.
+    remote = self._child(JAX_DUMP_IR_TO="gs://no-such-bucket/x",
+                         JAX_DUMP_IR_MODES="jaxpr",
+                         JAX_DUMP_IR_LOCAL_DIR=self.make_dir(),
+                         JAX_DUMP_IR_DELETE_LOCAL_AFTER="false",
+                         DUMP_SOMETHING="1")
+    self.assertEqual(remote["handlers"].count("jax._src.jaxpr_dump"), 1)
+
+
 class LocalDumpTest(DumpTestCase):
 
   def test_jaxpr_matches_make_jaxpr(self):
@@ -252,6 +309,12 @@ class LocalDumpTest(DumpTestCase):
     (name,), = self.dumps().values()
     self.assertEqual(self.read(name).decode(),
                      str(jax.make_jaxpr(model)(x, w)) + "\n")
+    # What README says: the jitted function's inner jaxpr; make_jaxpr of the
+    # jitted function itself shows one pjit equation wrapping it.
+    outer = jax.make_jaxpr(jax.jit(model))(x, w)
+    self.assertNotEqual(self.read(name).decode(), str(outer) + "\n")
+    self.assertEqual(self.read(name).decode(),
+                     str(outer.eqns[0].params["jaxpr"]) + "\n")
     self.assertEqual(self.dumps(ext="jaxpr.html"), {})
     source_map = json.loads(self.read(name + ".map"))
     self.assertEqual(source_map["version"], 3)
@@ -275,8 +338,7 @@ class LocalDumpTest(DumpTestCase):
     self.assertLen(lines, len(text.split("\n")))
     # The fork's own decoder reads it the same way.
     decoded = sourcemap.SourceMap.from_json(map_json)
-    self.assertEqual([[tuple(seg) for seg in line]
-                      for line in decoded.mappings], lines)
+    self.assertEqual(sourcemap.absolute_mappings(decoded.mappings), lines)
     found = {}
     for line_text, segs in zip(text.split("\n"), lines):
       for i, seg in enumerate(segs):
@@ -316,7 +378,10 @@ class LocalDumpTest(DumpTestCase):
     jax.jit(g)(x)
     names = os.listdir(self.dump_dir)
     self.assertLen(names, 1)
-    self.assertRegex(names[0], r"^jax_ir\d+_jit_g_compile\.mlir$")
+    # 0.4.26 named it jax_ir<N>_jit_g_compile.mlir; the fork uses the same
+    # per-process ids as the jaxpr dumps.
+    self.assertRegex(names[0], _MLIR_RE)
+    self.assertRegex(names[0], r"_jit_g_compile\.mlir$")
     text = self.read(names[0]).decode()
     self.assertIn("func.func public @main", text)
     self.assertIn("stablehlo.multiply", text)
@@ -498,6 +563,71 @@ class NamingTest(DumpTestCase):
     bodies = {self.read(name) for name in names}
     self.assertLen(bodies, n)  # Nothing overwritten.
 
+  def test_a_lowerings_files_share_its_id(self):
+    self.configure(modes="stablehlo,jaxpr,jaxpr_html", filter="^step$")
+    def step(x):
+      return jnp.tanh(x) * 2.0
+    jax.jit(step)(np.ones(3, np.float32))
+    jax.jit(step).lower(np.ones(4, np.float32)).compile()  # AOT, new shape
+    files = sorted(os.listdir(self.dump_dir))
+    self.assertLen(files, 8)
+    by_id: dict[str, set[str]] = {}
+    for f in files:
+      m = _NAME_RE.match(f) or _MLIR_RE.match(f)
+      self.assertIsNotNone(m, f)
+      ext = ".mlir" if f.endswith(".mlir") else "." + m["ext"]
+      by_id.setdefault(m["id"], set()).add(ext)
+    self.assertEqual(list(by_id.values()), [
+        {".mlir", ".jaxpr.txt", ".jaxpr.txt.map", ".jaxpr.html"}] * 2)
+
+  def _dump_in_children(self, n: int, env: dict[str, str], code: str) -> None:
+    base = dict(os.environ, JAX_PLATFORMS="cpu", **env)
+    prog = textwrap.dedent("""
+        import jax, numpy as np
+        from jax._src import jaxpr_dump
+        """) + textwrap.dedent(code) + textwrap.dedent("""
+        def step(x):
+          return x * 2.0 + 1.0
+        jax.jit(step)(np.ones(3, np.float32))
+        jaxpr_dump.wait_for_uploads(60)
+        """)
+    procs = [subprocess.Popen([sys.executable, "-c", prog], env=base,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for _ in range(n)]
+    for p in procs:
+      _, err = p.communicate(timeout=240)
+      self.assertEqual(p.returncode, 0, err.decode())
+
+  def _check_two_processes(self, directory: str) -> None:
+    files = sorted(os.listdir(directory))
+    step = [f for f in files if "step" in f]
+    # Every mode's file of both processes is there: nothing overwritten.
+    self.assertLen(step, 8, files)
+    ids = {(_NAME_RE.match(f) or _MLIR_RE.match(f))["id"] for f in step}
+    self.assertLen(ids, 2)
+    self.assertLen({i.split("-")[0] for i in ids}, 2)  # two process tokens
+    mlirs = [f for f in step if f.endswith(".mlir")]
+    self.assertLen(mlirs, 2)
+    for f in mlirs:
+      self.assertIn("stablehlo.multiply", self.read(f, directory).decode())
+
+  def test_two_processes_share_a_destination(self):
+    self._dump_in_children(2, {
+        "JAX_DUMP_IR_TO": self.dump_dir,
+        "JAX_DUMP_IR_MODES": "stablehlo,jaxpr,jaxpr_html"}, "")
+    self._check_two_processes(self.dump_dir)
+
+  def test_two_processes_share_a_staging_directory(self):
+    staging = self.make_dir()
+    self._dump_in_children(2, {
+        "JAX_DUMP_IR_TO": "gs://bucket/run",
+        "JAX_DUMP_IR_MODES": "stablehlo,jaxpr,jaxpr_html",
+        "JAX_DUMP_IR_LOCAL_DIR": staging,
+        "JAX_DUMP_IR_DELETE_LOCAL_AFTER": "false"},
+        # Uploads succeed without a bucket; the staged files stay.
+        "jaxpr_dump._upload_file = lambda local_path, dest: None\n")
+    self._check_two_processes(staging)
+
   def test_forked_child_gets_a_new_token(self):
     if not hasattr(os, "fork"):
       self.skipTest("needs os.fork")
@@ -526,12 +656,106 @@ class NamingTest(DumpTestCase):
                       if n.startswith(".") or n.endswith(".tmp")])
 
 
+class FaultMatrixTest(DumpTestCase):
+  """Each fault, injected for each mode: the program runs, a DumpIRWarning
+  names every file and where it was kept."""
+
+  def setUp(self):
+    super().setUp()
+    self.addCleanup(self._remove_fallback)
+
+  def _remove_fallback(self):
+    state = jaxpr_dump._process_state()
+    if state.fallback_dir:
+      shutil.rmtree(state.fallback_dir, ignore_errors=True)
+      state.fallback_dir = None
+
+  def _inject(self, fault: str) -> str:
+    """Sets up `fault`; returns the destination to configure."""
+    if fault == "sponge_unset":
+      env = {k: v for k, v in os.environ.items()
+             if k != "TEST_UNDECLARED_OUTPUTS_DIR"}
+      self.enter_context(absltest.mock.patch.dict(os.environ, env, clear=True))
+      return "sponge"
+    if fault == "unwritable":
+      blocker = os.path.join(self.dump_dir, "a_file")
+      with open(blocker, "w") as f:
+        f.write("not a directory")
+      return os.path.join(blocker, "dumps")
+    if fault == "read_only":
+      d = os.path.join(self.dump_dir, "ro")
+      os.makedirs(d)
+      real = jaxpr_dump._write_local_file
+      def deny(path, data):
+        if os.path.dirname(path) == d:
+          raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+        real(path, data)
+      self.enter_context(absltest.mock.patch.object(
+          jaxpr_dump, "_write_local_file", deny))
+      return d
+    if fault == "disk_full":
+      d = self.dump_dir
+      real = jaxpr_dump._write_local_file
+      def full(path, data):
+        if os.path.dirname(path) == d:
+          raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+        real(path, data)
+      self.enter_context(absltest.mock.patch.object(
+          jaxpr_dump, "_write_local_file", full))
+      return d
+    if fault == "remote_fails":
+      def refuse(local_path, dest):
+        raise ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
+      self.enter_context(absltest.mock.patch.object(
+          jaxpr_dump, "_upload_file", refuse))
+      self.staging = self.make_dir()
+      return "gs://bucket/run"
+    raise AssertionError(fault)
+
+  @parameterized.product(
+      fault=["sponge_unset", "unwritable", "read_only", "disk_full",
+             "remote_fails"],
+      mode=["stablehlo", "jaxpr", "jaxpr_html"])
+  def test_fault(self, fault, mode):
+    dest = self._inject(fault)
+    self.configure(to=dest, modes=mode, filter="^step$",
+                   local_dir=getattr(self, "staging", ""))
+    def step(x):
+      return jnp.sin(x) * 3.0
+    x = np.linspace(0, 1, 5, dtype=np.float32)
+    with warnings.catch_warnings(record=True) as caught:
+      warnings.simplefilter("always")
+      out = jax.jit(step)(x)
+      jax.jit(step).lower(x[:2]).compile()  # And the AOT path.
+      jaxpr_dump.wait_for_uploads(30)
+    np.testing.assert_allclose(out, np.sin(x) * 3.0, rtol=1e-6)
+    msgs = [str(w.message) for w in caught
+            if issubclass(w.category, jaxpr_dump.DumpIRWarning)]
+    self.assertNotEmpty(msgs)
+    text = " ".join(msgs)
+    self.assertIn("sponge" if fault == "sponge_unset" else dest, text)
+    if fault == "sponge_unset":
+      self.assertIn("TEST_UNDECLARED_OUTPUTS_DIR", text)
+    kept = set(_KEPT_RE.findall(text))
+    # Two lowerings, each with all of the mode's files, kept (and named).
+    exts = sorted(e for k in kept for e in _MODE_EXTS[mode] if k.endswith(e)
+                  and not (e == ".jaxpr.txt" and k.endswith(".map")))
+    self.assertEqual(exts, sorted(list(_MODE_EXTS[mode]) * 2), text)
+    where = (self.staging if fault == "remote_fails"
+             else jaxpr_dump._process_state().fallback_dir)
+    for k in kept:
+      self.assertEqual(os.path.dirname(k), where)
+      self.assertIn(repr(where) if fault != "remote_fails" else k, text)
+      with open(k, "rb") as f:
+        self.assertIn(b"sin", f.read())
+
+
 class FaultTest(DumpTestCase):
 
   def setUp(self):
     super().setUp()
     def remove_fallback():
-      state = jaxpr_dump._state
+      state = jaxpr_dump._process_state()
       if state.fallback_dir:
         shutil.rmtree(state.fallback_dir, ignore_errors=True)
         state.fallback_dir = None

@@ -31,7 +31,9 @@ from . import upstream as U
 
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 _WHEEL_TAG = "py3-none-any"
-_PACKAGE_SUFFIXES = (".py", ".pyi", ".typed")
+_PACKAGE_SUFFIXES = (".py", ".pyi", ".typed",
+                     # Assets of jax/_src/jaxpr_dump_assets (the HTML view).
+                     ".html", ".css", ".js")
 
 
 _VERSION_RE = re.compile(r"^_release_version: str = '([^']+)'", re.M)
