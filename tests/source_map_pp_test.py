@@ -334,17 +334,40 @@ class JaxprSourceMapTest(jtu.JaxTestCase):
                       for t, s in _pieces(color_text, color_regions)],
                      _pieces(text, regions))
 
-  def test_pp_toplevel_jaxpr(self):
-    jaxpr = jax.make_jaxpr(lambda x: jnp.cos(x) + 1)(1.0).jaxpr
-    doc = core.pp_toplevel_jaxpr(jaxpr, source_info=True, print_shapes=False,
-                                 custom_pp_eqn_rules=False, name_stack=True,
-                                 print_effects=True)
-    self.assertIsInstance(doc, pp.Doc)
-    self.assertEqual(
-        doc.format(use_color=False),
-        jaxpr.pretty_print(source_info=True, print_shapes=False,
-                           custom_pp_eqn_rules=False, name_stack=True,
-                           print_effects=True, use_color=False))
+  def test_pp_toplevel_jaxpr_prints_what_upstream_prints(self):
+    # Expected texts: upstream jax 0.4.26's Jaxpr.pretty_print for the same
+    # jaxpr and options (checked against an upstream install).
+    def f(x, y):
+      z = jnp.cos(x) + 1
+      return jax.jit(lambda a: a * 2)(z), y
+    jaxpr = jax.make_jaxpr(f)(1.0, 2).jaxpr
+    cases = [
+        (dict(source_info=False, print_shapes=True, custom_pp_eqn_rules=True,
+              name_stack=False, print_effects=False),
+         "{ lambda ; a:f32[] b:i32[]. let\n    c:f32[] = cos a\n"
+         "    d:f32[] = add c 1.0\n    e:f32[] = pjit[\n"
+         "      name=<lambda>\n"
+         "      jaxpr={ lambda ; f:f32[]. let g:f32[] = mul f 2.0 in (g,) }\n"
+         "    ] d\n  in (e, b) }"),
+        (dict(source_info=False, print_shapes=False,
+              custom_pp_eqn_rules=False, name_stack=False,
+              print_effects=True),
+         "{ lambda ; a b. let\n    c = cos a\n    d = add c 1.0\n"
+         "    e = pjit[\n      donated_invars=(False,)\n"
+         "      in_shardings=(UnspecifiedValue,)\n      inline=False\n"
+         "      jaxpr={ lambda ; f. let g = mul f 2.0 in (g,) : {  } }\n"
+         "      keep_unused=False\n      name=<lambda>\n"
+         "      out_shardings=(UnspecifiedValue,)\n      resource_env=None\n"
+         "    ] d\n  in (e, b) : {  } }"),
+    ]
+    for options, expected in cases:
+      doc = core.pp_toplevel_jaxpr(jaxpr, **options)
+      self.assertIsInstance(doc, pp.Doc)
+      self.assertEqual(doc.format(use_color=False), expected)
+      regions = []
+      self.assertEqual(doc.format(use_color=False, source_map=regions),
+                       expected)
+      self.assertLen(regions, expected.count("\n") + 1)
     with self.assertRaises(TypeError):
       core.pp_toplevel_jaxpr(jaxpr, True)  # pytype: disable=wrong-arg-count
     with self.assertRaises(TypeError):
