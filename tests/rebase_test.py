@@ -206,6 +206,21 @@ class StatusTest(RebaseTestCase):
     self.assertEqual(T.git(repo, "status", "--porcelain").decode(), "")
 
 
+class AddAddTest(RebaseTestCase):
+
+  def test_file_added_by_both_is_a_conflict_naming_it(self):
+    patches = self.make_series([("d: new module", {"pkg/d.py": "d fork\n"})])
+    res = self.rebase(self.release("rel", {"pkg/d.py": "d upstream\n"}),
+                      patches)
+    r, = res.patches
+    self.assertEqual(r.status, "conflict")
+    self.assertEqual(r.added_by_both, ["pkg/d.py"])
+    self.assertEqual(r.cell(), "**conflict**: `pkg/d.py` (added by both)")
+    text = T.git(res.repo, "show", "HEAD:pkg/d.py").decode()
+    self.assertIn("d fork", text)
+    self.assertIn("d upstream", text)
+
+
 class SeriesTest(RebaseTestCase):
   """A whole series on one release: never stopping, and `export` after."""
 

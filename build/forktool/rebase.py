@@ -94,6 +94,7 @@ class PatchResult:
       default_factory=dict)
   detail: str = ""
   commit: str | None = None
+  added_by_both: list[str] = dataclasses.field(default_factory=list)
 
   def cell(self) -> str:
     """The result as one Markdown table cell."""
@@ -101,8 +102,11 @@ class PatchResult:
       parts = []
       for f in self.files:
         h = self.hunks.get(f)
-        parts.append(f"`{f}`" + (f" (hunk {', '.join(map(str, h))})"
-                                 if h else ""))
+        if f in self.added_by_both:
+          parts.append(f"`{f}` (added by both)")
+        else:
+          parts.append(f"`{f}`" + (f" (hunk {', '.join(map(str, h))})"
+                                   if h else ""))
       return "**conflict**: " + "; ".join(parts)
     if self.status == "offset":
       n = sum(len(v) for v in self.offsets.values())
@@ -332,8 +336,12 @@ def apply_one(repo: Path, patch_path: Path, work: Path) -> PatchResult:
     T.git(repo, "add", "-A", "-f", "--", *unmerged)
     res.status = "conflict"
     res.files = unmerged
+    created = {fd.new_path for fd in patch.files if fd.old_path is None}
     for f in unmerged:
-      res.hunks[f] = failing_hunks(patch, f, before.get(f))
+      if f in created:
+        res.added_by_both.append(f)
+      else:
+        res.hunks[f] = failing_hunks(patch, f, before.get(f))
     blocks = {f: _conflict_blocks((repo / f).read_bytes()) for f in unmerged
               if (repo / f).is_file()}
     res.detail = "; ".join(f"{f}: {n} conflict block{'s' if n != 1 else ''}"
@@ -467,8 +475,15 @@ def _release_sdist(version: str, local: str | None, local_dir: str | None,
 
 
 def _base(args) -> tuple[Path, U.Pin]:
+  """The base the series applies to: the pin, or the release --from names."""
   pin = U.load_pin()
-  return U.get_sdist(pin, args.sdist), pin
+  if not getattr(args, "from_version", None):
+    return U.get_sdist(pin, args.sdist), pin
+  _check_version(args.from_version)
+  path, sha = _release_sdist(args.from_version, args.sdist, None, pin.name)
+  print(f"{pin.name} {args.from_version} sdist (base): {path.name} sha256 "
+        f"{sha}", file=sys.stderr)
+  return path, dataclasses.replace(pin, version=args.from_version, sha256=sha)
 
 
 def cmd_rebase(args) -> int:
@@ -535,7 +550,13 @@ def add_commands(sub, default_patches: Path) -> None:
     p.add_argument("--patches", default=str(default_patches),
                    help="the patch folder (with its series file)")
     p.add_argument("--sdist", default=None,
-                   help="a local copy of the pinned upstream sdist (the base)")
+                   help="a local copy of the base's sdist (the pinned one, "
+                        "or that of --from)")
+    p.add_argument("--from", dest="from_version", default=None,
+                   metavar="VERSION",
+                   help="the release the --patches series applies to, when "
+                        "it is not the pin (e.g. a series already rebased "
+                        "under rebases/jax-VERSION)")
 
   p = sub.add_parser("rebase", help="apply the series onto a later release "
                      "(3-way, never stopping) and classify each patch")
