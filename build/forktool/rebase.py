@@ -381,6 +381,7 @@ def rebase_onto(base_src: Path, release_src: Path, patches_dir: Path,
   rebase repository (see the module docstring).  Never stops at a patch.
   """
   dest = Path(dest).resolve()
+  patches_dir = Path(patches_dir).resolve()   # git runs in `dest`
   if dest.exists():
     raise RebaseError(f"{dest} exists; remove it or choose another --dir")
   names = P.read_series(patches_dir) if names is None else names
