@@ -15,9 +15,9 @@
 
 `rebase_onto` builds one git repository holding
 
-* the pinned base (tag `base`) and the series applied to it strictly (branch
-  `series-base`, one commit per patch), so that every blob named in the
-  patches' `index` lines exists;
+* the base (the pin, or the release `--from` names; tag `base`) and the
+  series applied to it strictly (branch `series-base`, one commit per patch),
+  so that every blob named in the patches' `index` lines exists;
 * the release's sdist as a commit whose parent is the base (tag `upstream`,
   so `build/fork.py export --dir OUT` works on the result);
 * branch `rebased` (checked out): the release plus one commit per patch that
@@ -274,8 +274,7 @@ def failing_hunks(patch: P.Patch, path: str, content: bytes | None
   return out
 
 
-def _parse_offsets(text: str, patch: P.Patch) -> dict[str, list[tuple[int,
-                                                                      int]]]:
+def _parse_offsets(text: str) -> dict[str, list[tuple[int, int]]]:
   """Reads `git apply -v`'s "Hunk #N succeeded at L (offset K lines)."."""
   offsets: dict[str, list[tuple[int, int]]] = {}
   current = None
@@ -308,7 +307,7 @@ def apply_one(repo: Path, patch_path: Path, work: Path) -> PatchResult:
     return res
   fwd = _run_git(repo, "apply", "--check", "-v", str(patch_path))
   if fwd.returncode == 0:
-    res.offsets = _parse_offsets(fwd.stderr.decode(errors="replace"), patch)
+    res.offsets = _parse_offsets(fwd.stderr.decode(errors="replace"))
     res.status = "offset" if res.offsets else "clean"
     T.git(repo, "apply", "--index", str(patch_path))
     res.files = sorted(patch.touched_paths())
@@ -328,8 +327,11 @@ def apply_one(repo: Path, patch_path: Path, work: Path) -> PatchResult:
     res.status = "failed"
     errors = [l.removeprefix("error: ") for l in out.splitlines()
               if l.startswith("error: ")]
-    res.detail = errors[-1] if errors else out.strip().splitlines()[-1:][0] \
-        if out.strip() else "git apply --3way failed"
+    if errors:
+      res.detail = errors[-1]
+    else:
+      res.detail = out.strip().splitlines()[-1] if out.strip() else \
+          "git apply --3way failed"
     return res
   if unmerged:
     # Keep the markers: stage the files as they are, in the patch's commit.
