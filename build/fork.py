@@ -17,6 +17,8 @@
   python build/fork.py materialize [--dir .work/tree]   # patched git repo
   python build/fork.py export [--dir .work/tree]        # commits -> patches/
   python build/fork.py check                            # series sanity
+  python build/fork.py rebase --onto 0.4.30             # series onto a release
+  python build/fork.py rebase-report --onto 0.4.27 0.4.28  # Markdown table
   python build/fork.py wheel [--out dist]               # reproducible wheel
   python build/fork.py upstream-tests --jax-repo PATH lax_test shard_map_test
   python build/fork.py tree --jax-repo PATH [--tag jax-v0.4.26] [--dir OUT]
@@ -32,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from forktool import fulltree  # noqa: E402
 from forktool import patches as P  # noqa: E402
+from forktool import rebase as R  # noqa: E402
 from forktool import tree as T  # noqa: E402
 from forktool import upstream as U  # noqa: E402
 from forktool import upstream_tests  # noqa: E402
@@ -128,6 +131,8 @@ def main(argv=None) -> int:
   p = sub.add_parser("check", help="series, headers and strict application")
   common(p)
   p.set_defaults(fn=cmd_check)
+
+  R.add_commands(sub, DEFAULT_PATCHES)   # rebase, rebase-report
 
   p = sub.add_parser("wheel", help="build the wheel into dist/")
   common(p)

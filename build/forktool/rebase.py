@@ -1,0 +1,590 @@
+# Copyright 2026 The JAX fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Carrying the patch series onto a later upstream release.
+
+`rebase_onto` builds one git repository holding
+
+* the base (the pin, or the release `--from` names; tag `base`) and the
+  series applied to it strictly (branch `series-base`, one commit per patch),
+  so that every blob named in the patches' `index` lines exists;
+* the release's sdist as a commit whose parent is the base (tag `upstream`,
+  so `build/fork.py export --dir OUT` works on the result);
+* branch `rebased` (checked out): the release plus one commit per patch that
+  still carries a change, applied one at a time and never stopping.
+
+Each patch ends with one status:
+
+  clean      `git apply` takes it as it is, every hunk at its stated line
+  offset     `git apply` takes it, some hunks at other lines (listed)
+  merged     the context changed; git's 3-way merge against the patch's
+             preimage blob applied it without conflict (where `patch` would
+             have needed fuzz, this is checked against the original file)
+  conflict   the 3-way merge left conflict markers; they are committed, in
+             the patch's own commit, for a developer to resolve (then
+             `export`).  Reported with the files and the patch's hunks whose
+             preimage is not found in the release's file
+  redundant  the release already has the change: the patch applies in
+             reverse, or it is empty once merged.  No commit is made, so an
+             `export` of the rebased branch drops it from the series
+  failed     git could not even merge it (for example a file it changes
+             is gone from the release); the reason is given, no commit
+
+The release's sdist is taken from the registry with `pip download` run with
+a cleaned environment (a pip started inside a PEP 517 build would otherwise
+inherit that build's hooks and trackers), cached next to the pinned one, and
+its sha256 printed so that it can be pinned.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from . import patches as P
+from . import tree as T
+from . import upstream as U
+
+STATUSES = ("clean", "offset", "merged", "conflict", "redundant", "failed")
+BASE_TAG = "base"
+SERIES_BRANCH = "series-base"
+REBASED_BRANCH = "rebased"
+REPORT_NAME = "rebase-report.json"   # kept in the repository's .git folder
+_VERSION_RE = re.compile(r"^[0-9]+(?:\.[0-9]+)*(?:(?:a|b|rc)[0-9]+)?"
+                         r"(?:\.post[0-9]+)?$")
+_OFFSET_RE = re.compile(r"^Hunk #(\d+) succeeded at (\d+) \(offset (-?\d+) "
+                        r"lines?\)\.$")
+# Variables a PEP 517 frontend, pip's build isolation or an enclosing pip
+# set for their own children; a child pip must not see them.
+_DROP_PREFIXES = ("_PYPROJECT_HOOKS_", "PEP517_")
+_DROP_NAMES = ("PIP_BUILD_TRACKER", "PIP_REQ_TRACKER", "PYTHONPATH",
+               "PYTHONNOUSERSITE", "PYTHONHOME", "PYTHONSAFEPATH",
+               "PIP_NO_BUILD_ISOLATION", "PIP_TARGET", "PIP_PREFIX",
+               "PIP_USER", "PIP_REQUIRE_VIRTUALENV", "PIP_CONSTRAINT",
+               "PIP_REQUIREMENT", "__PYVENV_LAUNCHER__")
+
+
+class RebaseError(Exception):
+  """The release cannot be had or the rebase repository cannot be built."""
+
+
+@dataclasses.dataclass
+class PatchResult:
+  name: str
+  status: str
+  files: list[str] = dataclasses.field(default_factory=list)
+  hunks: dict[str, list[int]] = dataclasses.field(default_factory=dict)
+  offsets: dict[str, list[tuple[int, int]]] = dataclasses.field(
+      default_factory=dict)
+  detail: str = ""
+  commit: str | None = None
+  added_by_both: list[str] = dataclasses.field(default_factory=list)
+
+  def cell(self) -> str:
+    """The result as one Markdown table cell."""
+    if self.status == "conflict":
+      parts = []
+      for f in self.files:
+        h = self.hunks.get(f)
+        if f in self.added_by_both:
+          parts.append(f"`{f}` (added by both)")
+        else:
+          parts.append(f"`{f}`" + (f" (hunk {', '.join(map(str, h))})"
+                                   if h else ""))
+      return "**conflict**: " + "; ".join(parts)
+    if self.status == "offset":
+      n = sum(len(v) for v in self.offsets.values())
+      return f"offset ({n} hunk{'s' if n != 1 else ''})"
+    if self.status == "failed":
+      return f"**failed**: {self.detail}"
+    return self.status
+
+
+@dataclasses.dataclass
+class RebaseResult:
+  version: str
+  sdist_sha256: str | None
+  repo: Path
+  patches: list[PatchResult]
+
+  def counts(self) -> dict[str, int]:
+    out = {s: 0 for s in STATUSES}
+    for p in self.patches:
+      out[p.status] += 1
+    return out
+
+  def to_json(self) -> dict:
+    return {"version": self.version, "sdist_sha256": self.sdist_sha256,
+            "patches": [dataclasses.asdict(p) for p in self.patches]}
+
+
+# --- the release's sdist -----------------------------------------------------
+
+def clean_env(base: dict[str, str] | None = None) -> dict[str, str]:
+  """The environment for a child tool, without what a build leaked into it."""
+  env = dict(os.environ if base is None else base)
+  for key in list(env):
+    if key.startswith(_DROP_PREFIXES) or key in _DROP_NAMES:
+      del env[key]
+  return env
+
+
+def _check_version(version: str) -> None:
+  if not _VERSION_RE.match(version):
+    raise RebaseError(f"{version!r} is not a release version (e.g. 0.4.30)")
+
+
+def fetch_release_sdist(version: str, name: str = "jax",
+                        cache: Path | None = None) -> Path:
+  """Returns the cached sdist of `name==version`, downloading it with pip."""
+  _check_version(version)
+  cache = cache or U.cache_dir()
+  target = cache / f"{name}-{version}.tar.gz"
+  if target.is_file():
+    return target
+  cache.mkdir(parents=True, exist_ok=True)
+  with tempfile.TemporaryDirectory(dir=cache) as tmp:
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps",
+           "--no-binary", ":all:", "--disable-pip-version-check",
+           f"{name}=={version}", "-d", tmp]
+    try:
+      proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                            env=clean_env(), cwd=tmp)
+    except (OSError, subprocess.TimeoutExpired) as e:
+      raise RebaseError(f"pip download {name}=={version} failed: {e}") \
+          from None
+    got = Path(tmp) / target.name
+    if proc.returncode != 0 or not got.is_file():
+      tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+      raise RebaseError(
+          f"could not fetch the sdist {target.name} with pip "
+          f"({' | '.join(tail)}); pass a local copy with --release-sdist")
+    os.replace(got, target)
+  return target
+
+
+def extract_sdist(sdist: Path, dest: Path) -> Path:
+  """Extracts an sdist's single top folder into `dest` (must not exist)."""
+  m = re.match(r"^(.+)-([^-]+)\.tar\.gz$", sdist.name)
+  if not m:
+    raise RebaseError(f"{sdist.name}: not named NAME-VERSION.tar.gz")
+  pin = U.Pin(name=m.group(1), version=m.group(2), sha256="",
+              jaxlib_version="", dependencies=())
+  return U.extract(sdist, pin, dest)
+
+
+# --- git ---------------------------------------------------------------------
+
+def _run_git(repo: Path, *args: str, env: dict[str, str] | None = None,
+             input: bytes | None = None) -> subprocess.CompletedProcess:
+  """Runs git and returns the process, whatever its exit status."""
+  return subprocess.run(["git", "-C", str(repo), *args], input=input,
+                        capture_output=True, env=env or T.git_env())
+
+
+def _init_repo(repo: Path) -> None:
+  repo.mkdir(parents=True)
+  T.git(repo, "init", "-q", "-b", REBASED_BRANCH)
+  for key, value in [("core.autocrlf", "false"), ("core.filemode", "true"),
+                     ("notes.rewriteRef", "refs/notes/commits"),
+                     ("notes.rewrite.amend", "true"),
+                     ("notes.rewrite.rebase", "true"),
+                     ("user.name", T._IDENT[0]), ("user.email", T._IDENT[1]),
+                     ("diff.renames", "false"), ("merge.conflictStyle", "diff3"),
+                     ("rerere.enabled", "false"), ("gc.auto", "0")]:
+    T.git(repo, "config", key, value)
+
+
+def _commit_dir(repo: Path, src: Path, message: str,
+                parent: str | None) -> str:
+  """Commits the contents of folder `src` (all files, ignore rules aside)."""
+  with tempfile.TemporaryDirectory() as tmp:
+    env = T.git_env({"GIT_INDEX_FILE": str(Path(tmp) / "index"),
+                     "GIT_AUTHOR_DATE": T._UPSTREAM_DATE,
+                     "GIT_COMMITTER_DATE": T._UPSTREAM_DATE})
+    T.git(repo, f"--work-tree={src}", "add", "-A", "-f", ".", env=env)
+    tree = T.git(repo, "write-tree", env=env).decode().strip()
+    args = ["commit-tree", tree, "-m", message]
+    if parent:
+      args += ["-p", parent]
+    return T.git(repo, *args, env=env).decode().strip()
+
+
+def _commit_patch(repo: Path, patch_path: Path, work: Path,
+                  allow_empty: bool = False) -> str:
+  """Commits the index with the patch's author, date and message; notes it."""
+  info, msg = T._mailinfo(patch_path, work)
+  message = info.get("Subject", "").encode() + b"\n"
+  if msg.strip():
+    message += b"\n" + msg
+  env = T.git_env({"GIT_AUTHOR_NAME": info.get("Author", T._IDENT[0]),
+                   "GIT_AUTHOR_EMAIL": info.get("Email", T._IDENT[1]),
+                   "GIT_AUTHOR_DATE": info.get("Date", T._UPSTREAM_DATE),
+                   "GIT_COMMITTER_DATE": info.get("Date", T._UPSTREAM_DATE)})
+  args = ["commit", "-q", "--no-verify", "--cleanup=verbatim", "-F", "-"]
+  if allow_empty:
+    args.append("--allow-empty")
+  T.git(repo, *args, env=env, input=message)
+  T.git(repo, "notes", "add", "-f", "-m", patch_path.name, "HEAD")
+  return T.git(repo, "rev-parse", "HEAD").decode().strip()
+
+
+# --- classification ----------------------------------------------------------
+
+def _find(seq: list[bytes], sub: list[bytes]) -> bool:
+  if not sub:
+    return True
+  n = len(sub)
+  first = sub[0]
+  for i in range(len(seq) - n + 1):
+    if seq[i] == first and seq[i:i + n] == sub:
+      return True
+  return False
+
+
+def failing_hunks(patch: P.Patch, path: str, content: bytes | None
+                  ) -> list[int]:
+  """The 1-based numbers of `patch`'s hunks on `path` whose preimage (context
+  and removed lines) is found nowhere in `content`, i.e. would not apply even
+  with an offset."""
+  lines = content.splitlines(keepends=True) if content else []
+  out = []
+  for fd in patch.files:
+    if path not in (fd.old_path, fd.new_path):
+      continue
+    for k, h in enumerate(fd.hunks, 1):
+      if not _find(lines, h.old_lines):
+        out.append(k)
+  return out
+
+
+def _parse_offsets(text: str) -> dict[str, list[tuple[int, int]]]:
+  """Reads `git apply -v`'s "Hunk #N succeeded at L (offset K lines)."."""
+  offsets: dict[str, list[tuple[int, int]]] = {}
+  current = None
+  for line in text.splitlines():
+    m = re.match(r"^Checking patch (.+)\.\.\.$", line)
+    if m:
+      current = m.group(1)
+      continue
+    m = _OFFSET_RE.match(line)
+    if m and current is not None:
+      offsets.setdefault(current, []).append((int(m.group(1)),
+                                              int(m.group(3))))
+  return offsets
+
+
+def _conflict_blocks(content: bytes) -> int:
+  return sum(1 for line in content.splitlines() if line.startswith(b"<<<<<<< "))
+
+
+def apply_one(repo: Path, patch_path: Path, work: Path) -> PatchResult:
+  """Applies one patch onto the checked-out branch; never raises on content."""
+  name = patch_path.name
+  patch = P.read_patch(patch_path)
+  res = PatchResult(name=name, status="clean")
+  # Already upstream?  The reverse applies to the release as it is.
+  rev = _run_git(repo, "apply", "--check", "--reverse", str(patch_path))
+  if rev.returncode == 0:
+    res.status = "redundant"
+    res.detail = "applies in reverse"
+    return res
+  fwd = _run_git(repo, "apply", "--check", "-v", str(patch_path))
+  if fwd.returncode == 0:
+    res.offsets = _parse_offsets(fwd.stderr.decode(errors="replace"))
+    res.status = "offset" if res.offsets else "clean"
+    T.git(repo, "apply", "--index", str(patch_path))
+    res.files = sorted(patch.touched_paths())
+    res.commit = _commit_patch(repo, patch_path, work)
+    return res
+  # The context changed: merge against the patch's preimage blobs.
+  before = {p: _blob(repo, p) for p in patch.touched_paths()}
+  three = _run_git(repo, "apply", "--3way", "--index", str(patch_path))
+  out = (three.stdout + three.stderr).decode(errors="replace")
+  unmerged = sorted({line.split("\t", 1)[1] for line in
+                     T.git(repo, "ls-files", "-u").decode().splitlines()
+                     if "\t" in line})
+  if three.returncode != 0 and not unmerged:
+    # Nothing was applied (e.g. a preimage file is missing); leave no trace.
+    T.git(repo, "reset", "-q", "--hard", "HEAD")
+    T.git(repo, "clean", "-q", "-fdx")
+    res.status = "failed"
+    errors = [l.removeprefix("error: ") for l in out.splitlines()
+              if l.startswith("error: ")]
+    if errors:
+      res.detail = errors[-1]
+    else:
+      res.detail = out.strip().splitlines()[-1] if out.strip() else \
+          "git apply --3way failed"
+    return res
+  if unmerged:
+    # Keep the markers: stage the files as they are, in the patch's commit.
+    T.git(repo, "add", "-A", "-f", "--", *unmerged)
+    res.status = "conflict"
+    res.files = unmerged
+    created = {fd.new_path for fd in patch.files if fd.old_path is None}
+    for f in unmerged:
+      if f in created:
+        res.added_by_both.append(f)
+      else:
+        res.hunks[f] = failing_hunks(patch, f, before.get(f))
+    blocks = {f: _conflict_blocks((repo / f).read_bytes()) for f in unmerged
+              if (repo / f).is_file()}
+    res.detail = "; ".join(f"{f}: {n} conflict block{'s' if n != 1 else ''}"
+                           for f, n in blocks.items())
+    stacked = [f for f in unmerged if before.get(f) and
+               _conflict_blocks(before[f])]
+    if stacked:
+      res.detail += ("; already had an earlier patch's markers: " +
+                     ", ".join(stacked))
+    res.commit = _commit_patch(repo, patch_path, work, allow_empty=True)
+    return res
+  if _run_git(repo, "diff", "--cached", "--quiet").returncode == 0:
+    res.status = "redundant"
+    res.detail = "empty once merged"
+    return res
+  res.status = "merged"
+  res.files = sorted(patch.touched_paths())
+  res.commit = _commit_patch(repo, patch_path, work)
+  return res
+
+
+def _blob(repo: Path, path: str) -> bytes | None:
+  p = repo / path
+  return p.read_bytes() if p.is_file() else None
+
+
+# --- the whole rebase --------------------------------------------------------
+
+def rebase_onto(base_src: Path, release_src: Path, patches_dir: Path,
+                dest: Path, *, version: str, base_version: str = "",
+                release_sha256: str | None = None,
+                names: list[str] | None = None,
+                log=None) -> RebaseResult:
+  """Rebases the series in `patches_dir` from `base_src` onto `release_src`.
+
+  Both sources are folders or sdists.  `dest` must not exist; it becomes the
+  rebase repository (see the module docstring).  Never stops at a patch.
+  """
+  dest = Path(dest).resolve()
+  patches_dir = Path(patches_dir).resolve()   # git runs in `dest`
+  if dest.exists():
+    raise RebaseError(f"{dest} exists; remove it or choose another --dir")
+  names = P.read_series(patches_dir) if names is None else names
+  for n in names:
+    P.read_patch(patches_dir / n)      # malformed patches fail up front
+  work = Path(tempfile.mkdtemp(prefix="fork-rebase-"))
+  try:
+    base_dir = _as_dir(base_src, work / "base")
+    rel_dir = _as_dir(release_src, work / "release")
+    _init_repo(dest)
+    base = _commit_dir(dest, base_dir,
+                       f"Upstream base {base_version}".rstrip(), None)
+    T.git(dest, "tag", BASE_TAG, base)
+    # The series on its own base: strict, so its blobs are exactly those the
+    # patches' index lines name.
+    T.git(dest, "checkout", "-q", "-f", "-B", SERIES_BRANCH, base)
+    for n in names:
+      proc = _run_git(dest, "apply", "--index", str(patches_dir / n))
+      if proc.returncode != 0:
+        raise RebaseError(f"{n} does not apply to its own base: "
+                          f"{proc.stderr.decode(errors='replace').strip()}")
+      _commit_patch(dest, patches_dir / n, work)
+    sha = f" (sdist sha256 {release_sha256})" if release_sha256 else ""
+    release = _commit_dir(dest, rel_dir, f"Upstream {version}{sha}", base)
+    T.git(dest, "tag", T.UPSTREAM_TAG, release)
+    T.git(dest, "checkout", "-q", "-f", "-B", REBASED_BRANCH, release)
+    T.git(dest, "clean", "-q", "-fdx")
+    results = []
+    for n in names:
+      r = apply_one(dest, patches_dir / n, work)
+      if log:
+        log(f"{n}: {r.cell()}")
+      results.append(r)
+  except BaseException:
+    shutil.rmtree(dest, ignore_errors=True)
+    raise
+  finally:
+    shutil.rmtree(work, ignore_errors=True)
+  result = RebaseResult(version=version, sdist_sha256=release_sha256,
+                        repo=dest, patches=results)
+  (dest / ".git" / REPORT_NAME).write_text(
+      json.dumps(result.to_json(), indent=1) + "\n")
+  return result
+
+
+def _as_dir(src: Path, scratch: Path) -> Path:
+  src = Path(src)
+  if src.is_dir():
+    return src
+  if src.is_file():
+    return extract_sdist(src, scratch)
+  raise RebaseError(f"{src} is neither a folder nor an sdist")
+
+
+# --- reporting ----------------------------------------------------------------
+
+def markdown_table(results: list[RebaseResult]) -> str:
+  """One row per patch, one column per release."""
+  names: list[str] = []
+  for r in results:
+    for p in r.patches:
+      if p.name not in names:
+        names.append(p.name)
+  cells = {(r.version, p.name): p.cell() for r in results for p in r.patches}
+  head = "| patch | " + " | ".join(f"jax {r.version}" for r in results) + " |"
+  rule = "| --- |" + " --- |" * len(results)
+  rows = [head, rule]
+  for n in names:
+    row = [f"`{n}`"] + [cells.get((r.version, n), "") for r in results]
+    rows.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
+  summary = []
+  for r in results:
+    c = r.counts()
+    summary.append(", ".join(f"{v} {k}" for k, v in c.items() if v))
+  rows.append("| **total** | " + " | ".join(summary) + " |")
+  return "\n".join(rows) + "\n"
+
+
+# --- the command line (build/fork.py rebase, rebase-report) -------------------
+
+def _release_sdist(version: str, local: str | None, local_dir: str | None,
+                   name: str) -> tuple[Path, str]:
+  if local:
+    path = Path(local)
+    if not path.is_file():
+      raise RebaseError(f"--release-sdist {path} does not exist")
+  elif local_dir and (Path(local_dir) / f"{name}-{version}.tar.gz").is_file():
+    path = Path(local_dir) / f"{name}-{version}.tar.gz"
+  else:
+    path = fetch_release_sdist(version, name)
+  return path, U.sha256_of(path)
+
+
+def _base(args) -> tuple[Path, U.Pin]:
+  """The base the series applies to: the pin, or the release --from names."""
+  pin = U.load_pin()
+  if not getattr(args, "from_version", None):
+    return U.get_sdist(pin, args.sdist), pin
+  _check_version(args.from_version)
+  path, sha = _release_sdist(args.from_version, args.sdist, None, pin.name)
+  print(f"{pin.name} {args.from_version} sdist (base): {path.name} sha256 "
+        f"{sha}", file=sys.stderr)
+  return path, dataclasses.replace(pin, version=args.from_version, sha256=sha)
+
+
+def cmd_rebase(args) -> int:
+  try:
+    _check_version(args.onto)
+    base, pin = _base(args)
+    rel, sha = _release_sdist(args.onto, args.release_sdist, None, pin.name)
+    print(f"{pin.name} {args.onto} sdist: {rel.name} sha256 {sha}")
+    dest = Path(args.dir or U.REPO_ROOT / ".work" / f"rebase-{args.onto}")
+    if dest.exists() and args.force:
+      shutil.rmtree(dest)
+    result = rebase_onto(base, rel, Path(args.patches), dest,
+                         version=args.onto, base_version=pin.version,
+                         release_sha256=sha, log=print)
+  except (RebaseError, U.UpstreamError, P.PatchError, T.TreeError) as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 2
+  c = result.counts()
+  print(f"rebased onto {pin.name} {args.onto} in {result.repo} (branch "
+        f"{REBASED_BRANCH!r}, tag {T.UPSTREAM_TAG!r} = the release): " +
+        ", ".join(f"{v} {k}" for k, v in c.items() if v))
+  for p in result.patches:
+    if p.status == "conflict":
+      print(f"  {p.name}: {p.detail} (commit {p.commit[:12]})")
+  if c["conflict"]:
+    print("resolve each conflict commit in order (git rebase -i upstream, "
+          "'edit'), then: python build/fork.py export --dir "
+          f"{result.repo} --patches NEW_FOLDER")
+  return 1 if c["conflict"] or c["failed"] else 0
+
+
+def cmd_rebase_report(args) -> int:
+  results = []
+  try:
+    for v in args.onto:
+      _check_version(v)
+    base, pin = _base(args)
+    with tempfile.TemporaryDirectory(prefix="fork-rebase-report-") as tmp:
+      for v in args.onto:
+        rel, sha = _release_sdist(v, None, args.release_sdist_dir, pin.name)
+        print(f"{pin.name} {v} sdist: {rel.name} sha256 {sha}",
+              file=sys.stderr)
+        keep = Path(args.keep) / v if args.keep else Path(tmp) / v
+        if keep.exists() and args.keep:
+          shutil.rmtree(keep)
+        results.append(rebase_onto(base, rel, Path(args.patches), keep,
+                                   version=v, base_version=pin.version,
+                                   release_sha256=sha))
+        if not args.keep:
+          shutil.rmtree(keep)
+  except (RebaseError, U.UpstreamError, P.PatchError, T.TreeError) as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 2
+  sys.stdout.write(markdown_table(results))
+  if args.json:
+    Path(args.json).write_text(json.dumps([r.to_json() for r in results],
+                                          indent=1) + "\n")
+  return 0
+
+
+def add_commands(sub, default_patches: Path) -> None:
+  """Adds `rebase` and `rebase-report` to build/fork.py's subparsers."""
+  def common(p):
+    p.add_argument("--patches", default=str(default_patches),
+                   help="the patch folder (with its series file)")
+    p.add_argument("--sdist", default=None,
+                   help="a local copy of the base's sdist (the pinned one, "
+                        "or that of --from)")
+    p.add_argument("--from", dest="from_version", default=None,
+                   metavar="VERSION",
+                   help="the release the --patches series applies to, when "
+                        "it is not the pin (e.g. a series already rebased "
+                        "under rebases/jax-VERSION)")
+
+  p = sub.add_parser("rebase", help="apply the series onto a later release "
+                     "(3-way, never stopping) and classify each patch")
+  common(p)
+  p.add_argument("--onto", required=True, metavar="VERSION",
+                 help="the upstream release, e.g. 0.4.30")
+  p.add_argument("--dir", default=None,
+                 help="the rebase repository to create "
+                      "(default .work/rebase-VERSION)")
+  p.add_argument("--release-sdist", default=None, metavar="PATH",
+                 help="a local copy of the release's sdist (else the cache, "
+                      "or pip download)")
+  p.add_argument("--force", action="store_true",
+                 help="replace an existing --dir")
+  p.set_defaults(fn=cmd_rebase)
+
+  p = sub.add_parser("rebase-report", help="Markdown table: each patch's "
+                     "status on each of several releases")
+  common(p)
+  p.add_argument("--onto", required=True, nargs="+", metavar="VERSION")
+  p.add_argument("--release-sdist-dir", default=None, metavar="DIR",
+                 help="a folder holding NAME-VERSION.tar.gz files to use "
+                      "before the cache and pip")
+  p.add_argument("--keep", default=None, metavar="DIR",
+                 help="keep each rebase repository as DIR/VERSION")
+  p.add_argument("--json", default=None, metavar="FILE",
+                 help="also write the results as JSON")
+  p.set_defaults(fn=cmd_rebase_report)
