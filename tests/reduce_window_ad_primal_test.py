@@ -266,6 +266,17 @@ class ReducerCheckTest(jtu.JaxTestCase):
             (2, 2), (1, 1), "SAME")[0].astype(np.float32))
         jax.grad(f)(x)
 
+  def testReverseOverForwardOfIllConditionedPair(self):
+    # jacrev(jacfwd) transposes the dual-number form of the computation; for
+    # a (value, weight) mean that form cancels at some samples, which the
+    # check's rounding-sensitivity term allows for.
+    x = jnp.asarray(np.linspace(0.5, 2., 12).reshape(3, 4), np.float32)
+    f = lambda x: jnp.sum(jnp.sin(lax.reduce_window(
+        (x, x * x + 1), (np.float32(0), np.float32(1)), _weighted, (2, 2),
+        (1, 1), "SAME")[0]))
+    self.assertAllClose(jax.jacrev(jax.jacfwd(f))(x),
+                        jax.jacfwd(jax.jacfwd(f))(x), rtol=1e-4, atol=1e-5)
+
   def testCheckIsCachedBoundedAndWeak(self):
     cache = rw_transpose._rw_probe_cache
     comp = lambda a, b: a * b  # a fresh computation
