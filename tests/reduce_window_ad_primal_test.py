@@ -21,7 +21,6 @@ import itertools
 
 from absl.testing import absltest
 from absl.testing import parameterized
-import ml_dtypes
 import numpy as np
 
 import jax
