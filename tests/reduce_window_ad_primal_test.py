@@ -405,7 +405,7 @@ class ExportTest(jtu.JaxTestCase):
   def testExportGradOfGenericReduceWindow(self):
     try:
       from jax.experimental import export
-    except ImportError as e:  # flatbuffers is optional in jax 0.4.26
+    except ImportError as e:  # needs flatbuffers (requirements-test.txt)
       self.skipTest(str(e))
     rng = np.random.RandomState(4)
     x = jnp.asarray(rng.uniform(0.5, 2., (6, 7)), np.float32)
