@@ -367,46 +367,6 @@ class ReduceWindowGradTest(jtu.JaxTestCase):
     # Forward mode is unaffected, and agrees with finite differences.
     check_grads(loss, (x,), order=1, modes=["fwd"])
 
-  @parameterized.named_parameters(
-      dict(testcase_name=f"_{reducer}_{i}", geometry=GEOMETRIES[i],
-           reducer=reducer)
-      for i, reducer in [(1, "logaddexp"), (2, "max"), (4, "mul_init"),
-                         (6, "min"), (7, "add_init"), (9, "logaddexp_init"),
-                         (11, "max")])
-  def testLinearizedPrimalIsSeparable(self, geometry, reducer):
-    # Under linearize/vjp, the primal of an associative, commutative
-    # computation is the separable reformulation (shared under jit with the
-    # transpose), not XLA's ReduceWindow: same values up to rounding, maxima
-    # and minima exact.
-    shape, dims, strides, padding, base_dilation, window_dilation = geometry
-    comp, init = REDUCERS[reducer]
-    x = _operand(np.random.RandomState(10), shape, reducer)
-    f = _rw(comp, init, dims, strides, padding, base_dilation,
-            window_dilation)
-    expected = f(x)
-    y_lin = jax.linearize(f, x)[0]
-    y_vjp = jax.jit(lambda x: jax.vjp(f, x)[0])(x)
-    if reducer in ("max", "min"):
-      self.assertArraysEqual(y_lin, expected)
-      self.assertArraysEqual(y_vjp, expected)
-    else:
-      self.assertAllClose(y_lin, expected)
-      self.assertAllClose(y_vjp, expected)
-    jaxpr = str(jax.make_jaxpr(lambda x: jax.linearize(f, x)[0])(x))
-    self.assertNotRegex(jaxpr, r"\breduce_window\[")
-
-  def testLinearizedPrimalOfNonCommutativeIsReduceWindow(self):
-    # A computation failing the probe keeps XLA's ReduceWindow (and its
-    # evaluation order) for the primal; only its transpose raises.
-    x = jnp.arange(1., 9.)
-    f = _rw(_sub, 0., (3,), (1,), "SAME")
-    y, f_jvp = jax.linearize(f, x)
-    self.assertArraysEqual(y, f(x))
-    self.assertAllClose(f_jvp(jnp.ones_like(x)), jax.jvp(f, (x,),
-                                                         (jnp.ones_like(x),))[1])
-    jaxpr = str(jax.make_jaxpr(lambda x: jax.linearize(f, x)[0])(x))
-    self.assertRegex(jaxpr, r"\breduce_window\[")
-
   def testEmptyOperand(self):
     # No elements at all: every window is the init value.
     x = jnp.zeros((0, 3))
