@@ -317,9 +317,9 @@ def _parity_cases() -> list:
   for shape, idxs in indices.items():
     for idx in idxs:
       for op, value, kw in ops:
-        # Two of the four wrappers per (index, operation), rotating.
-        for w in (wraps[k % 4], wraps[(k + 1) % 4]):
-          cases.append((shape, idx, op, value, kw, w))
+        # One wrapper per (index, operation), rotating: each index is run
+        # under all four across its operations.
+        cases.append((shape, idx, op, value, kw, wraps[k % len(wraps)]))
         k += 1
   return cases
 
