@@ -207,20 +207,29 @@ class BasicIndexingLowersToSlicesTest(jtu.JaxTestCase):
 
   def test_static_out_of_bounds_int(self):
     x = jnp.arange(5.)
-    # Gets clamp (as upstream's gather does), with slices.
+    # Gets clamp, as upstream's gather does; like upstream, they gather (so
+    # that checkify.index_checks reports them, see indexing_checkify_test).
     self.assertEqual(float(x[10]), 4.)
     self.assertEqual(float(x[-10]), 0.)
-    _no_gather_scatter(self, jax.make_jaxpr(lambda x: x[..., 10])(x), "get")
+    self.assertArraysEqual(x[..., 10], 4.)
+    for get in [lambda x: x[..., 10], lambda x: x[-6],
+                lambda x: x.at[7].get(mode="clip")]:
+      self.assertIn("gather", _primitives(jax.make_jaxpr(get)(x)))
     self.assertTrue(np.isnan(x.at[10].get(mode="fill")))
     # Updates drop out-of-bounds updates by default: that needs the scatter.
     self.assertArraysEqual(x.at[10].set(9.), x)
     self.assertIn("scatter",
                   _primitives(jax.make_jaxpr(lambda x: x.at[10].set(9.))(x)))
-    # mode='clip' clamps like dynamic_update_slice.
+    # mode='clip' clamps; static indices out of bounds still scatter.
     self.assertArraysEqual(x.at[10].set(9., mode="clip"),
                            np.array([0., 1., 2., 3., 9.]))
+    self.assertIn("scatter", _primitives(jax.make_jaxpr(
+        lambda x: x.at[10].set(9., mode="clip"))(x)))
+    # In-bounds neighbours stay slices.
+    _no_gather_scatter(self, jax.make_jaxpr(lambda x: x[..., 4])(x), "get")
+    _no_gather_scatter(self, jax.make_jaxpr(lambda x: x[-5])(x), "get")
     _no_gather_scatter(
-        self, jax.make_jaxpr(lambda x: x.at[10].set(9., mode="clip"))(x),
+        self, jax.make_jaxpr(lambda x: x.at[-1].set(9., mode="clip"))(x),
         "set")
 
   @jtu.sample_product(op=["set", "add", "multiply", "min", "max", "divide",
