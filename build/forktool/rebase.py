@@ -185,7 +185,7 @@ def extract_sdist(sdist: Path, dest: Path) -> Path:
   if not m:
     raise RebaseError(f"{sdist.name}: not named NAME-VERSION.tar.gz")
   pin = U.Pin(name=m.group(1), version=m.group(2), sha256="",
-              jaxlib_version="", dependencies=())
+              jaxlib_version="", summary="")
   return U.extract(sdist, pin, dest)
 
 
