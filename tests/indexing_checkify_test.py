@@ -22,12 +22,6 @@ compares a wider grid against upstream run in a subprocess.
 """
 from __future__ import annotations
 
-import pickle
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
-
 from absl.testing import absltest
 from absl.testing import parameterized
 import numpy as np
@@ -37,9 +31,9 @@ import jax.numpy as jnp
 from jax._src import test_util as jtu
 from jax.experimental import checkify
 
-jax.config.parse_flags_with_absl()
+import upstream_parity
 
-REPO = Path(__file__).resolve().parents[1]
+jax.config.parse_flags_with_absl()
 
 
 def _primitives(jaxpr) -> set[str]:
@@ -327,36 +321,9 @@ def _parity_cases() -> list:
 class UpstreamCheckifyParityTest(jtu.JaxTestCase):
 
   def test_same_checkify_errors_and_values_as_upstream(self):
-    bench_dir = str(REPO / "benchmarks")
-    sys.path.insert(0, bench_dir)
-    try:
-      import _common
-    finally:
-      sys.path.remove(bench_dir)
     cases = _parity_cases()
-    namespace: dict = {"__name__": "worker"}
-    exec(compile(_PARITY_WORKER, "worker", "exec"), namespace)
-    with tempfile.TemporaryDirectory() as tmp:
-      worker = Path(tmp) / "worker.py"
-      worker.write_text(_PARITY_WORKER)
-      cases_file, out_file = Path(tmp) / "cases", Path(tmp) / "out"
-      with open(cases_file, "wb") as fh:
-        pickle.dump(cases, fh)
-      env = _common.env_for("upstream")
-      env["JAX_PLATFORMS"] = "cpu"
-      env["XLA_FLAGS"] = ""
-      upstream = subprocess.Popen(
-          [sys.executable, str(worker), str(cases_file), str(out_file)],
-          env=env)
-      try:
-        with jax.numpy_dtype_promotion("standard"):
-          ours = namespace["run_all"](cases)
-        self.assertEqual(upstream.wait(timeout=900), 0)
-      finally:
-        if upstream.poll() is None:
-          upstream.kill()
-      with open(out_file, "rb") as fh:
-        theirs = pickle.load(fh)
+    ours, theirs = upstream_parity.run_side_by_side(_PARITY_WORKER, cases,
+                                                    timeout=900)
     self.assertEqual(len(ours), len(theirs))
     n_reported = 0
     for case, a, b in zip(cases, ours, theirs):

@@ -19,12 +19,8 @@ lowers to dynamic_update_slice where that equals the scatter's result.
 """
 from __future__ import annotations
 
-import pickle
-import subprocess
 import sys
-import tempfile
 import types
-from pathlib import Path
 
 from absl.testing import absltest
 import numpy as np
@@ -36,9 +32,9 @@ from jax._src import test_util as jtu
 from jax._src.numpy import lax_numpy
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-jax.config.parse_flags_with_absl()
+import upstream_parity
 
-REPO = Path(__file__).resolve().parents[1]
+jax.config.parse_flags_with_absl()
 
 
 def _primitives(jaxpr) -> set[str]:
@@ -487,37 +483,9 @@ def _compare_cases() -> list:
 class UpstreamParityTest(jtu.JaxTestCase):
 
   def test_same_results_errors_and_warnings_as_upstream(self):
-    bench_dir = str(REPO / "benchmarks")
-    sys.path.insert(0, bench_dir)
-    try:
-      import _common
-    finally:
-      sys.path.remove(bench_dir)
     cases = _compare_cases()
-    namespace: dict = {"__name__": "worker"}
-    exec(compile(_COMPARE_WORKER, "worker", "exec"), namespace)
-    with tempfile.TemporaryDirectory() as tmp:
-      worker = Path(tmp) / "worker.py"
-      worker.write_text(_COMPARE_WORKER)
-      cases_file, out_file = Path(tmp) / "cases", Path(tmp) / "out"
-      with open(cases_file, "wb") as fh:
-        pickle.dump(cases, fh)
-      env = _common.env_for("upstream")
-      env["JAX_PLATFORMS"] = "cpu"
-      env["XLA_FLAGS"] = ""
-      upstream = subprocess.Popen(
-          [sys.executable, str(worker), str(cases_file), str(out_file)],
-          env=env)
-      try:
-        # The worker runs with JAX's default (standard) dtype promotion.
-        with jax.numpy_dtype_promotion("standard"):
-          ours = namespace["run_all"](cases)
-        self.assertEqual(upstream.wait(timeout=600), 0)
-      finally:
-        if upstream.poll() is None:
-          upstream.kill()
-      with open(out_file, "rb") as fh:
-        theirs = pickle.load(fh)
+    ours, theirs = upstream_parity.run_side_by_side(_COMPARE_WORKER, cases,
+                                                    timeout=600)
     self.assertEqual(len(ours), len(theirs))
     n_ok = 0
     for case, a, b in zip(cases, ours, theirs):

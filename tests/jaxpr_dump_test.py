@@ -682,26 +682,21 @@ class FaultMatrixTest(DumpTestCase):
       with open(blocker, "w") as f:
         f.write("not a directory")
       return os.path.join(blocker, "dumps")
-    if fault == "read_only":
-      d = os.path.join(self.dump_dir, "ro")
-      os.makedirs(d)
+    if fault in ("read_only", "disk_full"):
+      if fault == "read_only":
+        d = os.path.join(self.dump_dir, "ro")
+        os.makedirs(d)
+        error_type, code = PermissionError, errno.EACCES
+      else:
+        d = self.dump_dir
+        error_type, code = OSError, errno.ENOSPC
       real = jaxpr_dump._write_local_file
-      def deny(path, data):
+      def fail_in_d(path, data):
         if os.path.dirname(path) == d:
-          raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+          raise error_type(code, os.strerror(code), path)
         real(path, data)
       self.enter_context(absltest.mock.patch.object(
-          jaxpr_dump, "_write_local_file", deny))
-      return d
-    if fault == "disk_full":
-      d = self.dump_dir
-      real = jaxpr_dump._write_local_file
-      def full(path, data):
-        if os.path.dirname(path) == d:
-          raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
-        real(path, data)
-      self.enter_context(absltest.mock.patch.object(
-          jaxpr_dump, "_write_local_file", full))
+          jaxpr_dump, "_write_local_file", fail_in_d))
       return d
     if fault == "remote_fails":
       def refuse(local_path, dest):

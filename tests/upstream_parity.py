@@ -1,0 +1,68 @@
+# Copyright 2026 The JAX fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Runs the same worker on the fork (here) and on pristine upstream 0.4.26.
+
+A worker is Python source defining `run_all(cases) -> list`; when run as a
+script with `CASES OUT` arguments it must pickle `run_all(cases)` to OUT.
+Upstream runs in a subprocess over the pristine upstream tree that
+`benchmarks/_common.py` prepares, at the same time as the fork runs here.
+"""
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import jax
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_side_by_side(worker_source: str, cases: list, *,
+                     timeout: float = 900) -> tuple[list, list]:
+  """Returns (ours, upstream's) results of `run_all(cases)`."""
+  bench_dir = str(REPO / "benchmarks")
+  sys.path.insert(0, bench_dir)
+  try:
+    import _common  # pytype: disable=import-error
+  finally:
+    sys.path.remove(bench_dir)
+  namespace: dict = {"__name__": "worker"}
+  exec(compile(worker_source, "worker", "exec"), namespace)
+  with tempfile.TemporaryDirectory() as tmp:
+    worker = Path(tmp) / "worker.py"
+    worker.write_text(worker_source)
+    cases_file, out_file = Path(tmp) / "cases", Path(tmp) / "out"
+    with open(cases_file, "wb") as fh:
+      pickle.dump(cases, fh)
+    env = _common.env_for("upstream")
+    env["JAX_PLATFORMS"] = "cpu"
+    env["XLA_FLAGS"] = ""
+    upstream = subprocess.Popen(
+        [sys.executable, str(worker), str(cases_file), str(out_file)],
+        env=env)
+    try:
+      # The worker runs with JAX's default (standard) dtype promotion.
+      with jax.numpy_dtype_promotion("standard"):
+        ours = namespace["run_all"](cases)
+      if upstream.wait(timeout=timeout) != 0:
+        raise AssertionError("the upstream worker failed")
+    finally:
+      if upstream.poll() is None:
+        upstream.kill()
+    with open(out_file, "rb") as fh:
+      theirs = pickle.load(fh)
+  return ours, theirs
