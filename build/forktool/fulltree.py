@@ -37,7 +37,6 @@ an error; elsewhere it is reported and left out.
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 import shutil
 import subprocess

@@ -70,14 +70,6 @@ _VERSION_RE = re.compile(r"^[0-9]+(?:\.[0-9]+)*(?:(?:a|b|rc)[0-9]+)?"
                          r"(?:\.post[0-9]+)?$")
 _OFFSET_RE = re.compile(r"^Hunk #(\d+) succeeded at (\d+) \(offset (-?\d+) "
                         r"lines?\)\.$")
-# Variables a PEP 517 frontend, pip's build isolation or an enclosing pip
-# set for their own children; a child pip must not see them.
-_DROP_PREFIXES = ("_PYPROJECT_HOOKS_", "PEP517_")
-_DROP_NAMES = ("PIP_BUILD_TRACKER", "PIP_REQ_TRACKER", "PYTHONPATH",
-               "PYTHONNOUSERSITE", "PYTHONHOME", "PYTHONSAFEPATH",
-               "PIP_NO_BUILD_ISOLATION", "PIP_TARGET", "PIP_PREFIX",
-               "PIP_USER", "PIP_REQUIRE_VIRTUALENV", "PIP_CONSTRAINT",
-               "PIP_REQUIREMENT", "__PYVENV_LAUNCHER__")
 
 
 class RebaseError(Exception):
@@ -136,15 +128,6 @@ class RebaseResult:
 
 # --- the release's sdist -----------------------------------------------------
 
-def clean_env(base: dict[str, str] | None = None) -> dict[str, str]:
-  """The environment for a child tool, without what a build leaked into it."""
-  env = dict(os.environ if base is None else base)
-  for key in list(env):
-    if key.startswith(_DROP_PREFIXES) or key in _DROP_NAMES:
-      del env[key]
-  return env
-
-
 def _check_version(version: str) -> None:
   if not _VERSION_RE.match(version):
     raise RebaseError(f"{version!r} is not a release version (e.g. 0.4.30)")
@@ -160,21 +143,15 @@ def fetch_release_sdist(version: str, name: str = "jax",
     return target
   cache.mkdir(parents=True, exist_ok=True)
   with tempfile.TemporaryDirectory(dir=cache) as tmp:
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps",
-           "--no-binary", ":all:", "--disable-pip-version-check",
-           f"{name}=={version}", "-d", tmp]
     try:
-      proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
-                            env=clean_env(), cwd=tmp)
-    except (OSError, subprocess.TimeoutExpired) as e:
-      raise RebaseError(f"pip download {name}=={version} failed: {e}") \
-          from None
-    got = Path(tmp) / target.name
-    if proc.returncode != 0 or not got.is_file():
-      tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+      # Run from the command line, not a build: stripping the environment
+      # is enough (no pip of a build environment to point PYTHONPATH at).
+      got = U.pip_download_sdist(name, version, Path(tmp),
+                                 env=U.strip_build_env())
+    except U.UpstreamError as e:
       raise RebaseError(
-          f"could not fetch the sdist {target.name} with pip "
-          f"({' | '.join(tail)}); pass a local copy with --release-sdist")
+          f"could not fetch the sdist {target.name} with pip ({e}); pass a "
+          "local copy with --release-sdist") from None
     os.replace(got, target)
   return target
 

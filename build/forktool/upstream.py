@@ -85,14 +85,25 @@ def cache_dir() -> Path:
   return Path(xdg) / "jax-fork"
 
 
-# Variables through which a PEP 517 frontend talks to the backend it runs (and
-# to the pip processes below it).  A pip started from inside our build must not
-# see them: with them, its own build of the upstream sdist would look for
-# setuptools in *our* backend-path, and share our build's tracker.
+# Variables through which a PEP 517 frontend, pip's build isolation or an
+# enclosing pip talk to their own children (and user install options that do
+# not apply to a download).  A pip started from inside our build must not see
+# them: with them, its own build of an sdist would look for setuptools in
+# *our* backend-path, and share our build's tracker.
 _FRONTEND_VAR_PREFIXES = ("_PYPROJECT_HOOKS_", "PEP517_")
 _FRONTEND_VARS = ("PIP_BUILD_TRACKER", "PIP_REQ_TRACKER", "PIP_NO_BUILD_ISOLATION",
                   "PYTHONPATH", "PYTHONNOUSERSITE", "PYTHONHOME",
-                  "PYTHONSTARTUP", "PYTHONSAFEPATH")
+                  "PYTHONSTARTUP", "PYTHONSAFEPATH", "PIP_TARGET", "PIP_PREFIX",
+                  "PIP_USER", "PIP_REQUIRE_VIRTUALENV", "PIP_CONSTRAINT",
+                  "PIP_REQUIREMENT", "__PYVENV_LAUNCHER__")
+
+
+def strip_build_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+  """`environ` (default: os.environ) without what a build leaked into it."""
+  environ = dict(os.environ if environ is None else environ)
+  return {k: v for k, v in environ.items()
+          if not k.startswith(_FRONTEND_VAR_PREFIXES)
+          and k not in _FRONTEND_VARS}
 
 
 def child_pip_env(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -103,35 +114,44 @@ def child_pip_env(environ: dict[str, str] | None = None) -> dict[str, str]:
   the `pip` that this process imports, so it works in that environment, in a
   plain venv, and under `--no-build-isolation` alike.
   """
-  environ = dict(os.environ if environ is None else environ)
-  env = {k: v for k, v in environ.items()
-         if not k.startswith(_FRONTEND_VAR_PREFIXES)
-         and k not in _FRONTEND_VARS}
+  env = strip_build_env(environ)
   spec = importlib.util.find_spec("pip")
   if spec is not None and spec.origin:
     env["PYTHONPATH"] = str(Path(spec.origin).resolve().parent.parent)
   return env
 
 
-def _pip_download(pin: Pin, dest: Path) -> Path:
+def pip_download_sdist(name: str, version: str, dest: Path, *,
+                       env: dict[str, str] | None = None) -> Path:
+  """Downloads the sdist of `name==version` into `dest` with a child pip.
+
+  `env` defaults to `child_pip_env()`.  Raises UpstreamError saying why
+  (pip's last lines) when pip cannot be run or fetches nothing.
+  """
   if importlib.util.find_spec("pip") is None:
-    raise UpstreamError(_no_sdist_message(
-        pin, f"pip is not importable by {sys.executable}"))
+    raise UpstreamError(f"pip is not importable by {sys.executable}")
   cmd = [sys.executable, "-m", "pip", "download", "--no-deps",
          "--no-binary", ":all:", "--disable-pip-version-check",
-         f"{pin.name}=={pin.version}", "-d", str(dest)]
-  _log(f"fetching {pin.sdist_name} with pip download")
+         f"{name}=={version}", "-d", str(dest)]
   try:
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
-                          env=child_pip_env(), cwd=dest,
-                          stdin=subprocess.DEVNULL)
+                          env=child_pip_env() if env is None else env,
+                          cwd=dest, stdin=subprocess.DEVNULL)
   except (OSError, subprocess.TimeoutExpired) as e:
-    raise UpstreamError(_no_sdist_message(pin, str(e))) from None
-  candidate = dest / pin.sdist_name
+    raise UpstreamError(str(e)) from None
+  candidate = dest / f"{name}-{version}.tar.gz"
   if proc.returncode != 0 or not candidate.exists():
     tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-    raise UpstreamError(_no_sdist_message(pin, " | ".join(tail)))
+    raise UpstreamError(" | ".join(tail))
   return candidate
+
+
+def _pip_download(pin: Pin, dest: Path) -> Path:
+  _log(f"fetching {pin.sdist_name} with pip download")
+  try:
+    return pip_download_sdist(pin.name, pin.version, dest)
+  except UpstreamError as e:
+    raise UpstreamError(_no_sdist_message(pin, str(e))) from None
 
 
 def _log(msg: str) -> None:

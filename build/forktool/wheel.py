@@ -193,6 +193,7 @@ def build_from_series(out_dir: Path, patches_dir: Path,
                        "\n  ".join(problems))
   src = U.get_sdist(pin, sdist)
   with tempfile.TemporaryDirectory() as tmp:
-    tree = patched_tree(Path(tmp) / "tree", patches_dir, str(src))
+    tree = U.extract(src, pin, Path(tmp) / "tree")   # src is verified
+    P.apply_series(tree, patches_dir)
     return build_wheel(tree, out_dir, pin, U.read_pkg_info(src, pin),
                        series_version(patches_dir))
