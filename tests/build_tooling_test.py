@@ -463,19 +463,24 @@ class UpstreamTestRunnerTest(ToolingTestCase):
         "  assert os.environ['JAX_NUM_GENERATED_CASES'] == '3'\n"
         "def test_fails():\n"
         "  assert False\n")
-    env = T.git_env()
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "t"],
-                 ["tag", "jax-v0.4.26"]):
-      subprocess.run(["git", "-C", str(work), *args], check=True, env=env)
+    commit_and_tag(work, "jax-v0.4.26")
     bare = self.tmp / "bare.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)],
-                   check=True, env=env)
+                   check=True, env=T.git_env())
     r = run_cli("upstream-tests", "--jax-repo", str(bare), "--num-cases", "3",
                 "--python", python_with_this_jax(self.tmp / "py"),
                 "--log-dir", str(self.tmp), "tiny_test", "missing_test")
     self.assertIn("tiny_test: 2 passed, 1 failed, 0 skipped", r.stdout)
     self.assertIn("missing_test: no such file", r.stdout)
     self.assertNotEqual(r.returncode, 0)
+
+
+def commit_and_tag(work: Path, tag: str) -> None:
+  """Makes `work` a git repository whose one commit (all files) is `tag`."""
+  env = T.git_env()
+  for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "t"],
+               ["tag", tag]):
+    subprocess.run(["git", "-C", str(work), *args], check=True, env=env)
 
 
 def make_upstream_repo(root: Path, tag: str = "jax-v0.4.26",
@@ -675,10 +680,7 @@ class UpstreamCompareTest(ToolingTestCase):
         "  pass\n"
         "def test_other():\n"
         "  assert os.environ['FAKE_KIND'] == 'upstream'\n")
-    env = T.git_env()
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "t"],
-                 ["tag", "jax-v0.4.28"]):
-      subprocess.run(["git", "-C", str(work), *args], check=True, env=env)
+    commit_and_tag(work, "jax-v0.4.28")
     r = run_cli("upstream-tests", "--jax-repo", str(work), "--tag",
                 "jax-v0.4.28", "--python", pythons["fork"], "--compare",
                 pythons["upstream"], "-k", "not other", "--log-dir",

@@ -31,27 +31,14 @@ import jax.numpy as jnp
 from jax._src import test_util as jtu
 from jax.experimental import checkify
 
+import jaxpr_walk
 import upstream_parity
 
 jax.config.parse_flags_with_absl()
 
 
-def _primitives(jaxpr) -> set[str]:
-  """Names of all primitives in a (closed) jaxpr, including sub-jaxprs."""
-  names: set[str] = set()
-
-  def visit(j):
-    for eqn in j.eqns:
-      names.add(eqn.primitive.name)
-      for sub in jax.core.jaxprs_in_params(eqn.params):
-        visit(sub)
-
-  visit(jaxpr.jaxpr)
-  return names
-
-
 def _gathers_scatters(jaxpr) -> set[str]:
-  return {p for p in _primitives(jaxpr)
+  return {p for p in jaxpr_walk.primitive_names(jaxpr)
           if p == "gather" or p.startswith("scatter")}
 
 
@@ -217,7 +204,7 @@ class InBoundsIndexingStaysSlicesTest(jtu.JaxTestCase):
         jaxpr = jax.make_jaxpr(g)(x, 1)
         self.assertEqual(_gathers_scatters(jaxpr), set(), str(jaxpr))
         self.assertTrue({"dynamic_slice", "dynamic_update_slice"} &
-                        _primitives(jaxpr))
+                        jaxpr_walk.primitive_names(jaxpr))
 
   def test_static_out_of_bounds_takes_upstream_path(self):
     x = jnp.ones((2, 3))
@@ -226,7 +213,7 @@ class InBoundsIndexingStaysSlicesTest(jtu.JaxTestCase):
                     (lambda x: x.at[5].set(1.), "scatter"),
                     (lambda x: x.at[..., 3].set(1., mode="clip"), "scatter"),
                     (lambda x: x.at[-3].add(1., mode="clip"), "scatter-add")]:
-      self.assertIn(prim, _primitives(jax.make_jaxpr(f)(x)))
+      self.assertIn(prim, jaxpr_walk.primitive_names(jax.make_jaxpr(f)(x)))
 
 
 # Cases run under checkify on both upstream 0.4.26 (subprocess) and this tree;

@@ -32,27 +32,14 @@ from jax._src import test_util as jtu
 from jax._src.numpy import lax_numpy
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+import jaxpr_walk
 import upstream_parity
 
 jax.config.parse_flags_with_absl()
 
 
-def _primitives(jaxpr) -> set[str]:
-  """Names of all primitives in a (closed) jaxpr, including sub-jaxprs."""
-  names: set[str] = set()
-
-  def visit(j):
-    for eqn in j.eqns:
-      names.add(eqn.primitive.name)
-      for sub in jax.core.jaxprs_in_params(eqn.params):
-        visit(sub)
-
-  visit(jaxpr.jaxpr)
-  return names
-
-
 def _no_gather_scatter(testcase, jaxpr, what):
-  prims = _primitives(jaxpr)
+  prims = jaxpr_walk.primitive_names(jaxpr)
   bad = {p for p in prims if p in ("gather", "scatter") or
          p.startswith("scatter")}
   testcase.assertFalse(bad, f"{what} uses {sorted(bad)}:\n{jaxpr}")
@@ -189,7 +176,7 @@ class BasicIndexingLowersToSlicesTest(jtu.JaxTestCase):
     f = lambda x, i: x[i, ::2, ..., None, -1]
     x = np.arange(60.).reshape(3, 4, 5)
     jaxpr = jax.make_jaxpr(f)(x, 1)
-    prims = _primitives(jaxpr)
+    prims = jaxpr_walk.primitive_names(jaxpr)
     self.assertIn("dynamic_slice", prims)
     _no_gather_scatter(self, jaxpr, "get")
     for i in [-3, -1, 0, 2]:
@@ -198,7 +185,7 @@ class BasicIndexingLowersToSlicesTest(jtu.JaxTestCase):
     self.assertArraysEqual(jax.jit(f)(x, 7), x[2, ::2, ..., None, -1])
     # mode='fill' needs a gather to fill out-of-bounds values.
     g = lambda x, i: x.at[i, ::2].get(mode="fill", fill_value=-1)
-    self.assertIn("gather", _primitives(jax.make_jaxpr(g)(x, 1)))
+    self.assertIn("gather", jaxpr_walk.primitive_names(jax.make_jaxpr(g)(x, 1)))
     self.assertArraysEqual(jax.jit(g)(x, 7), np.full((2, 5), -1.))
 
   def test_static_out_of_bounds_int(self):
@@ -210,16 +197,16 @@ class BasicIndexingLowersToSlicesTest(jtu.JaxTestCase):
     self.assertArraysEqual(x[..., 10], 4.)
     for get in [lambda x: x[..., 10], lambda x: x[-6],
                 lambda x: x.at[7].get(mode="clip")]:
-      self.assertIn("gather", _primitives(jax.make_jaxpr(get)(x)))
+      self.assertIn("gather", jaxpr_walk.primitive_names(jax.make_jaxpr(get)(x)))
     self.assertTrue(np.isnan(x.at[10].get(mode="fill")))
     # Updates drop out-of-bounds updates by default: that needs the scatter.
     self.assertArraysEqual(x.at[10].set(9.), x)
     self.assertIn("scatter",
-                  _primitives(jax.make_jaxpr(lambda x: x.at[10].set(9.))(x)))
+                  jaxpr_walk.primitive_names(jax.make_jaxpr(lambda x: x.at[10].set(9.))(x)))
     # mode='clip' clamps; static indices out of bounds still scatter.
     self.assertArraysEqual(x.at[10].set(9., mode="clip"),
                            np.array([0., 1., 2., 3., 9.]))
-    self.assertIn("scatter", _primitives(jax.make_jaxpr(
+    self.assertIn("scatter", jaxpr_walk.primitive_names(jax.make_jaxpr(
         lambda x: x.at[10].set(9., mode="clip"))(x)))
     # In-bounds neighbours stay slices.
     _no_gather_scatter(self, jax.make_jaxpr(lambda x: x[..., 4])(x), "get")
@@ -256,12 +243,12 @@ class BasicIndexingLowersToSlicesTest(jtu.JaxTestCase):
   def test_traced_update_index_needs_clip(self):
     x = np.arange(12.).reshape(3, 4)
     f = lambda x, i: x.at[i, 1:].set(-1.)
-    self.assertIn("scatter", _primitives(jax.make_jaxpr(f)(x, 1)))
+    self.assertIn("scatter", jaxpr_walk.primitive_names(jax.make_jaxpr(f)(x, 1)))
     # Out of bounds updates are dropped.
     self.assertArraysEqual(jax.jit(f)(x, 5), x)
     g = lambda x, i: x.at[i, 1:].add(10., mode="clip")
     jaxpr = jax.make_jaxpr(g)(x, 1)
-    self.assertIn("dynamic_update_slice", _primitives(jaxpr))
+    self.assertIn("dynamic_update_slice", jaxpr_walk.primitive_names(jaxpr))
     _no_gather_scatter(self, jaxpr, "add")
     for i in [-5, -1, 0, 1, 7]:
       expected = x.copy()
@@ -280,7 +267,7 @@ class BasicIndexingLowersToSlicesTest(jtu.JaxTestCase):
       with self.assertWarns(FutureWarning):
         jaxpr = jax.make_jaxpr(lambda x: x.at[1].set(1.5))(x)
     self.assertEqual(int(out[0]), int(np.float32(2 ** 24 + 1)))
-    self.assertIn("scatter", _primitives(jaxpr))
+    self.assertIn("scatter", jaxpr_walk.primitive_names(jaxpr))
     self.assertEqual(out.dtype, jnp.int32)
     # Same-dtype updates keep weak types as the scatter does.
     from jax._src.lax import lax as lax_internal
@@ -341,7 +328,7 @@ class BasicIndexingLowersToSlicesTest(jtu.JaxTestCase):
                 lambda x: x[None, ..., -1], lambda x: x[..., ::-2],
                 lambda x: x[1:3]]:
       jaxpr = jax.make_jaxpr(get)(arg)
-      self.assertIn("gather", _primitives(jaxpr))
+      self.assertIn("gather", jaxpr_walk.primitive_names(jaxpr))
     exp = export.export(jax.jit(lambda x: x[None, ..., ::-2]))(arg)
     a = np.arange(12., dtype=np.float32).reshape(3, 4)
     self.assertArraysEqual(export.call(exp)(a), a[None, ..., ::-2])

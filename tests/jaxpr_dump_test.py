@@ -168,6 +168,22 @@ class DumpTestCase(jtu.JaxTestCase):
     with open(os.path.join(directory or self.dump_dir, name), "rb") as f:
       return f.read()
 
+  def run_step(self, *, aot: bool = False) -> list[str]:
+    """Calls a jitted `step` (and, with `aot`, lowers and compiles it ahead of
+    time), checks its result and returns the DumpIRWarning messages."""
+    def step(x):
+      return jnp.sin(x) * 3.0
+    x = np.linspace(0, 1, 5, dtype=np.float32)
+    with warnings.catch_warnings(record=True) as caught:
+      warnings.simplefilter("always")
+      out = jax.jit(step)(x)
+      if aot:
+        jax.jit(step).lower(x[:2]).compile()
+      jaxpr_dump.wait_for_uploads(30)
+    np.testing.assert_allclose(out, np.sin(x) * 3.0, rtol=1e-6)
+    return [str(w.message) for w in caught
+            if issubclass(w.category, jaxpr_dump.DumpIRWarning)]
+
 
 class ConfigTest(DumpTestCase):
 
@@ -715,17 +731,7 @@ class FaultMatrixTest(DumpTestCase):
     dest = self._inject(fault)
     self.configure(to=dest, modes=mode, filter="^step$",
                    local_dir=getattr(self, "staging", ""))
-    def step(x):
-      return jnp.sin(x) * 3.0
-    x = np.linspace(0, 1, 5, dtype=np.float32)
-    with warnings.catch_warnings(record=True) as caught:
-      warnings.simplefilter("always")
-      out = jax.jit(step)(x)
-      jax.jit(step).lower(x[:2]).compile()  # And the AOT path.
-      jaxpr_dump.wait_for_uploads(30)
-    np.testing.assert_allclose(out, np.sin(x) * 3.0, rtol=1e-6)
-    msgs = [str(w.message) for w in caught
-            if issubclass(w.category, jaxpr_dump.DumpIRWarning)]
+    msgs = self.run_step(aot=True)
     self.assertNotEmpty(msgs)
     text = " ".join(msgs)
     self.assertIn("sponge" if fault == "sponge_unset" else dest, text)
@@ -756,25 +762,13 @@ class FaultTest(DumpTestCase):
         state.fallback_dir = None
     self.addCleanup(remove_fallback)
 
-  def _check_runs(self):
-    def step(x):
-      return jnp.sin(x) * 3.0
-    x = np.linspace(0, 1, 5, dtype=np.float32)
-    with warnings.catch_warnings(record=True) as caught:
-      warnings.simplefilter("always")
-      out = jax.jit(step)(x)
-      jaxpr_dump.wait_for_uploads(30)
-    np.testing.assert_allclose(out, np.sin(x) * 3.0, rtol=1e-6)
-    return [str(w.message) for w in caught
-            if issubclass(w.category, jaxpr_dump.DumpIRWarning)]
-
   def test_unwritable_local_directory(self):
     blocker = os.path.join(self.dump_dir, "a_file")
     with open(blocker, "w") as f:
       f.write("not a directory")
     dest = os.path.join(blocker, "dumps")  # mkdir fails: a file is in the way
     self.configure(to=dest, modes="stablehlo,jaxpr,jaxpr_html")
-    msgs = self._check_runs()
+    msgs = self.run_step()
     self.assertNotEmpty(msgs)
     kept = re.findall(r"(/\S+?\.(?:jaxpr\.txt\.map|jaxpr\.txt|jaxpr\.html|"
                       r"mlir))(?=[,.] ?|$)", " ".join(msgs))
@@ -793,7 +787,7 @@ class FaultTest(DumpTestCase):
     self.enter_context(absltest.mock.patch.object(
         jaxpr_dump, "_write_local_file", no_space))
     self.configure(modes="stablehlo,jaxpr,jaxpr_html")
-    msgs = self._check_runs()
+    msgs = self.run_step()
     self.assertNotEmpty(msgs)
     self.assertTrue(all("No space left on device" in m for m in msgs), msgs)
     self.assertTrue(any(".jaxpr.txt" in m and "Lost" in m for m in msgs))
@@ -811,7 +805,7 @@ class FaultTest(DumpTestCase):
     self.enter_context(absltest.mock.patch.object(
         jaxpr_dump, "_write_local_file", full_dest))
     self.configure(modes="jaxpr")
-    msgs = self._check_runs()
+    msgs = self.run_step()
     self.assertLen(msgs, 1)
     self.assertIn("Kept them in", msgs[0])
     self.assertEqual(os.listdir(dest), [])  # The partial file is removed.
@@ -827,7 +821,7 @@ class FaultTest(DumpTestCase):
     self.enter_context(absltest.mock.patch.object(
         jaxpr_dump, "jaxpr_text_and_regions", broken))
     self.configure(modes="jaxpr")
-    msgs = self._check_runs()
+    msgs = self.run_step()
     self.assertLen(msgs, 1)
     self.assertIn("printer exploded", msgs[0])
     self.assertIn("'step'", msgs[0])
@@ -840,7 +834,7 @@ class FaultTest(DumpTestCase):
         jaxpr_dump, "_upload_file", refuse))
     self.configure(to="gs://bucket/run", modes="jaxpr,jaxpr_html",
                    local_dir=staging)
-    msgs = self._check_runs()
+    msgs = self.run_step()
     self.assertLen(msgs, 1)
     self.assertIn("Connection refused", msgs[0])
     self.assertIn("gs://bucket/run", msgs[0])
@@ -867,7 +861,7 @@ class FaultTest(DumpTestCase):
         calls.clear()
         self.configure(to="gs://bucket/x", modes="jaxpr,stablehlo",
                        local_dir=staging, delete_local_after=delete)
-        self.assertEqual(self._check_runs(), [])
+        self.assertEqual(self.run_step(), [])
         sent = sorted(os.path.basename(p) for p in calls)
         self.assertLen(sent, 3)  # .mlir, .jaxpr.txt, .jaxpr.txt.map
         self.assertContainsSubset(sent, os.listdir(remote))
@@ -878,7 +872,7 @@ class FaultTest(DumpTestCase):
     env = {k: v for k, v in os.environ.items()
            if k != "TEST_UNDECLARED_OUTPUTS_DIR"}
     self.enter_context(absltest.mock.patch.dict(os.environ, env, clear=True))
-    msgs = self._check_runs()
+    msgs = self.run_step()
     self.assertLen(msgs, 1)
     self.assertIn("TEST_UNDECLARED_OUTPUTS_DIR", msgs[0])
 

@@ -47,6 +47,8 @@ from jax._src import test_util as jtu
 from jax.experimental.shard_map import shard_map
 from jax.sharding import NamedSharding, PartitionSpec as P
 
+import jaxpr_walk
+
 jax.config.parse_flags_with_absl()
 
 _N = 16  # per-example length; 'j' (size 2) shards it in every mesh below
@@ -514,13 +516,8 @@ def _per_example(api, f):
 
 def _shard_map_eqns(jaxpr):
   # The shard_map equations of a jaxpr, at any depth, in order.
-  eqns = []
-  for eqn in jaxpr.eqns:
-    if eqn.primitive.name == "shard_map":
-      eqns.append(eqn)
-    for sub in jax.core.jaxprs_in_params(eqn.params):
-      eqns.extend(_shard_map_eqns(sub))
-  return eqns
+  return [eqn for eqn in jaxpr_walk.all_eqns(jaxpr)
+          if eqn.primitive.name == "shard_map"]
 
 
 class ShardMapSpmdJitFirstTest(jtu.JaxTestCase):
