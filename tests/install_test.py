@@ -114,8 +114,8 @@ class ColdInstallTestCase(absltest.TestCase):
 
   def venv(self, *, pip: bool = True) -> Path:
     d = Path(tempfile.mkdtemp(prefix="venv-", dir=self.tmp))
-    # The newest pip, as a user who upgrades it has (pip >= 23.3 is the one
-    # whose build environment used to leak into our child pip).
+    # The newest pip, as a user who upgrades it has (pip 26.3's build
+    # environment leaked into our child pip; the bundled 23.2.1's did not).
     args = [sys.executable, "-m", "venv", str(d),
             "--upgrade-deps" if pip else "--without-pip"]
     subprocess.run(args, check=True)
