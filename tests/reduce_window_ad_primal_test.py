@@ -63,11 +63,11 @@ CASES = {
                       lambda x: x, ((5, 5), (1, 1), "SAME")),
     "mul_3x3_s2": (_mul, lambda d: jnp.array(1, d), lambda x: x,
                    ((3, 3), (2, 2), "SAME")),
-    "add_init": (_add, lambda d: jnp.array(0.3, d), lambda x: x,
+    "add": (_add, lambda d: jnp.array(0, d), lambda x: x,
                  ((2, 3), (1, 2), ((1, 2), (0, 1)))),
     "max": (jnp.maximum, lambda d: jnp.array(-np.inf, d), lambda x: x,
             ((3, 3), (2, 1), "SAME")),
-    "weighted_pair": (_weighted, lambda d: (jnp.array(0, d), jnp.array(1, d)),
+    "weighted_pair": (_weighted, lambda d: (jnp.array(0, d), jnp.array(0, d)),
                       lambda x: (x, x * x + 1), ((3, 2), (1, 1), "SAME")),
     "argmax_pair": (_argmax, lambda d: (jnp.array(-np.inf, d), np.int32(-1)),
                     lambda x: (x, jnp.arange(x.size, dtype=np.int32
@@ -155,7 +155,7 @@ class ReduceWindowPrimalUnderAdTest(jtu.JaxTestCase):
     for dtype in (np.complex64, np.complex128):
       x = jnp.asarray(rng.uniform(0.5, 1.5, (6, 7))
                       + 1j * rng.uniform(-0.5, 0.5, (6, 7)), dtype)
-      pool = lambda x: lax.reduce_window(x, jnp.array(1 + 0.5j, x.dtype),
+      pool = lambda x: lax.reduce_window(x, jnp.array(1, x.dtype),
                                          _mul, (3, 2), (1, 1), "SAME")
       loss = lambda x: jnp.sum(jnp.abs(pool(x)) ** 2)
       self._check(pool, loss, x)
@@ -218,16 +218,36 @@ class ReducerCheckTest(jtu.JaxTestCase):
           x, np.float32(init), comp, (3,), (1,), "SAME"))))(
               jnp.arange(1., 6., dtype=np.float32))
 
-  def testScaledProductIsAMonoid(self):
-    # a * b * (1 + 1e-4) is associative and commutative in exact arithmetic
-    # (it is multiplication conjugated by x -> x * (1 + 1e-4), with identity
-    # 1 / (1 + 1e-4); likewise a + b + 1e-4 is addition with identity -1e-4),
-    # so the check accepts it, and its gradient is right: reverse mode agrees
-    # with forward mode, which differentiates XLA's own reduction.
-    comp = lambda a, b: a * b * (1 + 1e-4)
+  def testInitMustBeAnIdentity(self):
+    # a * b * (1 + 1e-4) is associative and commutative (multiplication
+    # conjugated by x -> x * (1 + 1e-4)), but 1 is not its identity: XLA may
+    # combine the init value any number of times, so the primal itself would
+    # depend on the backend.  The same holds for any init value that is not
+    # an identity, even an idempotent one like 0 for max.
+    scaled = lambda a, b: a * b * (1 + 1e-4)
     x = jnp.asarray(np.linspace(0.5, 2., 12).reshape(3, 4), np.float32)
-    f = lambda x: lax.reduce_window(x, np.float32(1), comp, (2, 2), (1, 1),
-                                    "SAME")
+    for comp, init in [(scaled, 1.), (_mul, 1.5), (_add, 0.3),
+                       (jnp.logaddexp, 0.2), (jnp.maximum, 0.)]:
+      f = lambda x, init=init, comp=comp: jnp.sum(lax.reduce_window(
+          x, np.float32(init), comp, (2, 2), (1, 1), "SAME"))
+      msg = (r"needs an init value that is an identity .* the identity "
+             r"computation\(computation\(init, a\), b\) == "
+             r"computation\(a, b\) fails at init=")
+      with self.assertRaisesRegex(ValueError, msg):
+        jax.grad(f)(x)
+      with self.assertRaisesRegex(ValueError, "not an identity"):
+        jax.jit(jax.grad(f))(x)   # a constant of the traced jaxpr
+      with self.assertRaisesRegex(ValueError, "not an identity"):
+        jax.grad(jax.jit(f))(x)   # a literal of the linear jaxpr
+      with self.assertRaisesRegex(ValueError, "not an identity"):
+        jax.vjp(lambda x, i: lax.reduce_window(x, i, comp, (2,), (1,),
+                                               "SAME"), x[0], init)[1](x[0])
+      # Forward mode differentiates XLA's own reduction: any init works.
+      jax.jacfwd(f)(x)
+    # With its identity, the scaled product is accepted and its gradient is
+    # right: reverse mode agrees with forward mode.
+    init = np.float32(1) / np.float32(1 + 1e-4)
+    f = lambda x: lax.reduce_window(x, init, scaled, (2, 2), (1, 1), "SAME")
     self.assertAllClose(jax.jacrev(f)(x), jax.jacfwd(f)(x), rtol=1e-5,
                         atol=1e-6)
 
@@ -239,7 +259,7 @@ class ReducerCheckTest(jtu.JaxTestCase):
            ("logaddexp", jnp.logaddexp, -np.inf, False),
            ("maximum", jnp.maximum, -np.inf, False),
            ("minimum", jnp.minimum, np.inf, False),
-           ("weighted", _weighted, (0., 1.), True),
+           ("weighted", _weighted, (0., 0.), True),
            ("sum_sq", lambda a, b: (a[0] + b[0], a[1] + b[1]), (0., 0.), True)],
           DTYPES.items()))
   def testMonoidsPass(self, comp, init, dtype, pair):
@@ -271,7 +291,7 @@ class ReducerCheckTest(jtu.JaxTestCase):
     # check's rounding-sensitivity term allows for.
     x = jnp.asarray(np.linspace(0.5, 2., 12).reshape(3, 4), np.float32)
     f = lambda x: jnp.sum(jnp.sin(lax.reduce_window(
-        (x, x * x + 1), (np.float32(0), np.float32(1)), _weighted, (2, 2),
+        (x, x * x + 1), (np.float32(0), np.float32(0)), _weighted, (2, 2),
         (1, 1), "SAME")[0]))
     self.assertAllClose(jax.jacrev(jax.jacfwd(f))(x),
                         jax.jacfwd(jax.jacfwd(f))(x), rtol=1e-4, atol=1e-5)
