@@ -352,6 +352,40 @@ class ReduceWindowGradTest(jtu.JaxTestCase):
     ct = jnp.asarray(rng.normal(size=f(x).shape))
     self.assertAllClose(jax.vjp(f, x)[1](ct), jax.vjp(ref, x)[1](ct))
 
+  def testKnownAndTracedIdentityInitsAgree(self):
+    # A known identity init skips the combination with the init value; an
+    # init computed from traced values cannot be checked and is combined
+    # once per window.  Both give the same gradient.
+    from jax._src.lax import reduce_window_transpose as rw_transpose
+    rng = np.random.RandomState(11)
+    x = _operand(rng, (5, 6), "")
+    geom = ((3, 2), (2, 1), ((1, 2), (0, 1)), (1, 2), (1, 1))
+    for comp, init in [(_mul, 1.), (jnp.logaddexp, -np.inf), (_add, 0.)]:
+      known = lambda x, comp=comp, init=init: jnp.sum(jnp.sin(
+          lax.reduce_window(x, init, comp, *geom)))
+      traced = lambda x, comp=comp, init=init: jnp.sum(jnp.sin(
+          lax.reduce_window(x, lax.stop_gradient(x[0, 0]) * 0 + init, comp,
+                            *geom)))
+      seen = []  # the init values the check got: None when unknown
+      check = rw_transpose._rw_check_transposable
+      def spy(jaxpr, consts, init_values):
+        seen.append(init_values)
+        return check(jaxpr, consts, init_values)
+      rw_transpose._rw_check_transposable = spy
+      try:
+        want = jax.grad(known)(x)
+        got_traced = jax.jit(jax.grad(traced))(x)
+        got_known = jax.jit(jax.grad(known))(x)
+      finally:
+        rw_transpose._rw_check_transposable = check
+      self.assertEqual([v is None for v in seen], [False, True, False])
+      self.assertAllClose(got_traced, want, rtol=1e-12, atol=1e-12)
+      self.assertAllClose(got_known, want, rtol=1e-12, atol=1e-12)
+    self.assertIsNone(rw_transpose._rw_known_value(  # not an init value
+        jnp.ones((2,)), np.float32))
+    self.assertEqual(rw_transpose._rw_known_value(2, np.float32),
+                     np.float32(2))
+
   def testChunkedCotangent(self):
     # Large operands get their cotangent in chunks along a leading dimension
     # that no window spans; force that on small ones and compare.
