@@ -27,6 +27,7 @@ import tempfile
 from pathlib import Path
 
 import jax
+import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -66,3 +67,30 @@ def run_side_by_side(worker_source: str, cases: list, *,
     with open(out_file, "rb") as fh:
       theirs = pickle.load(fh)
   return ours, theirs
+
+
+def assert_same_outcomes(test, cases: list, ours: list, theirs: list, *,
+                         array_field: int) -> list:
+  """Asserts that every case ended the same way on the fork and upstream.
+
+  Each result is a tuple whose first field is "ok" or an error kind.  For "ok"
+  the field at `array_field` is a NumPy array, which must have the same shape
+  and values, and every other field must be equal; for an error every field
+  must be equal.  Returns our "ok" results.
+  """
+  test.assertEqual(len(ours), len(theirs))
+  ok = []
+  for case, a, b in zip(cases, ours, theirs):
+    rest = lambda r: r[:array_field] + r[array_field + 1:]
+    msg = f"case {case}: ours={rest(a)!r} upstream={rest(b)!r}"
+    test.assertEqual(a[0], b[0], msg)
+    if a[0] == "ok":
+      test.assertEqual(rest(a), rest(b), msg)
+      test.assertEqual(a[array_field].shape, b[array_field].shape, msg)
+      np.testing.assert_array_equal(a[array_field], b[array_field],
+                                    err_msg=msg)
+      ok.append(a)
+    else:
+      test.assertEqual(a[1:], b[1:], msg)
+  return ok
+
