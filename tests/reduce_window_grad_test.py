@@ -175,7 +175,7 @@ class ReduceWindowGradTest(jtu.JaxTestCase):
       f = _rw(comp, init, dims, strides, padding, bd, wd)
       # Reverse mode is defined at the identity init only, so second order
       # (finite differences of the vjp) in x alone.
-      check_grads(lambda x: f(x), (x,), order=2, modes=["rev"])
+      check_grads(f, (x,), order=2, modes=["rev"])
       if np.isfinite(init):
         check_grads(f, (x, init), order=1, modes=["rev"])
 
