@@ -374,7 +374,7 @@ class WheelTest(ToolingTestCase):
     w2 = W.build_from_series(self.tmp / "b", PATCHES)
     self.assertEqual(w1.name, w2.name)
     self.assertEqual(w1.read_bytes(), w2.read_bytes())
-    self.assertRegex(w1.name, r"^jax-0\.4\.26\+fork\.\d+-py3-none-any\.whl$")
+    self.assertRegex(w1.name, r"^jax-0\.4\.26\+fork\d+-py3-none-any\.whl$")
 
   def test_wheel_metadata_pins_jaxlib_and_installs_and_imports(self):
     whl = W.build_from_series(self.tmp / "w", PATCHES)

@@ -23,8 +23,12 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import tomllib
 from pathlib import Path
+
+try:
+  import tomllib
+except ModuleNotFoundError:  # Python < 3.11: the same parser, from PyPI
+  import tomli as tomllib
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SDIST_ENV = "JAX_FORK_SDIST"
