@@ -335,7 +335,7 @@ class FetchTest(absltest.TestCase):
 
     with tempfile.TemporaryDirectory() as cache, \
         mock.patch.dict(os.environ, leaked), \
-        mock.patch.object(R.subprocess, "run", fake_run):
+        mock.patch.object(U.subprocess, "run", fake_run):
       got = R.fetch_release_sdist("0.4.99", cache=Path(cache))
       self.assertEqual(got, Path(cache) / "jax-0.4.99.tar.gz")
       self.assertEqual(got.read_bytes(), b"sdist")
@@ -354,12 +354,12 @@ class FetchTest(absltest.TestCase):
       return subprocess.CompletedProcess(cmd, 1, "", "No matching "
                                          "distribution found for jax==0.0.1")
     with tempfile.TemporaryDirectory() as cache, \
-        mock.patch.object(R.subprocess, "run", fake_run):
+        mock.patch.object(U.subprocess, "run", fake_run):
       with self.assertRaisesRegex(R.RebaseError, "No matching distribution"):
         R.fetch_release_sdist("0.0.1", cache=Path(cache))
 
   def test_bad_version_is_refused_before_pip(self):
-    with mock.patch.object(R.subprocess, "run") as run:
+    with mock.patch.object(U.subprocess, "run") as run:
       with self.assertRaisesRegex(R.RebaseError, "not a release version"):
         R.fetch_release_sdist("0.4.30; rm -rf /")
       run.assert_not_called()

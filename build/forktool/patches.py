@@ -21,6 +21,8 @@ Files are applied in memory, so a failure never leaves a half-patched tree.
 from __future__ import annotations
 
 import dataclasses
+import email.header
+import email.utils
 import os
 import re
 from pathlib import Path
@@ -74,6 +76,18 @@ class Patch:
         out[m.group(1)] = m.group(2).strip()
     return out
 
+  @property
+  def author(self) -> tuple[str, str]:
+    """(name, email) of the `From` header."""
+    return email.utils.parseaddr(self.headers["From"])
+
+  def commit_message(self) -> bytes:
+    """The commit message `git am` makes of the envelope."""
+    message = self.subject + "\n"
+    if self.message.strip():
+      message += "\n" + self.message + "\n"
+    return message.encode("utf-8")
+
   def touched_paths(self) -> set[str]:
     return {p for f in self.files for p in (f.old_path, f.new_path) if p}
 
@@ -111,6 +125,9 @@ def parse_patch(data: bytes, name: str) -> Patch:
   for key in ("From", "Date", "Subject"):
     if key not in headers:
       raise PatchError(f"{name}: missing mail header {key!r}")
+  # Non-ASCII names and subjects are RFC 2047 encoded words.
+  headers = {k: str(email.header.make_header(email.header.decode_header(v)))
+             for k, v in headers.items()}
   i += 1
   body: list[str] = []
   while i < len(lines) and lines[i] != b"---":

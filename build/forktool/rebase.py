@@ -52,7 +52,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -156,72 +155,6 @@ def fetch_release_sdist(version: str, name: str = "jax",
   return target
 
 
-def extract_sdist(sdist: Path, dest: Path) -> Path:
-  """Extracts an sdist's single top folder into `dest` (must not exist)."""
-  m = re.match(r"^(.+)-([^-]+)\.tar\.gz$", sdist.name)
-  if not m:
-    raise RebaseError(f"{sdist.name}: not named NAME-VERSION.tar.gz")
-  pin = U.Pin(name=m.group(1), version=m.group(2), sha256="",
-              jaxlib_version="", summary="")
-  return U.extract(sdist, pin, dest)
-
-
-# --- git ---------------------------------------------------------------------
-
-def _run_git(repo: Path, *args: str, env: dict[str, str] | None = None,
-             input: bytes | None = None) -> subprocess.CompletedProcess:
-  """Runs git and returns the process, whatever its exit status."""
-  return subprocess.run(["git", "-C", str(repo), *args], input=input,
-                        capture_output=True, env=env or T.git_env())
-
-
-def _init_repo(repo: Path) -> None:
-  repo.mkdir(parents=True)
-  T.git(repo, "init", "-q", "-b", REBASED_BRANCH)
-  for key, value in [("core.autocrlf", "false"), ("core.filemode", "true"),
-                     ("notes.rewriteRef", "refs/notes/commits"),
-                     ("notes.rewrite.amend", "true"),
-                     ("notes.rewrite.rebase", "true"),
-                     ("user.name", T._IDENT[0]), ("user.email", T._IDENT[1]),
-                     ("diff.renames", "false"), ("merge.conflictStyle", "diff3"),
-                     ("rerere.enabled", "false"), ("gc.auto", "0")]:
-    T.git(repo, "config", key, value)
-
-
-def _commit_dir(repo: Path, src: Path, message: str,
-                parent: str | None) -> str:
-  """Commits the contents of folder `src` (all files, ignore rules aside)."""
-  with tempfile.TemporaryDirectory() as tmp:
-    env = T.git_env({"GIT_INDEX_FILE": str(Path(tmp) / "index"),
-                     "GIT_AUTHOR_DATE": T._UPSTREAM_DATE,
-                     "GIT_COMMITTER_DATE": T._UPSTREAM_DATE})
-    T.git(repo, f"--work-tree={src}", "add", "-A", "-f", ".", env=env)
-    tree = T.git(repo, "write-tree", env=env).decode().strip()
-    args = ["commit-tree", tree, "-m", message]
-    if parent:
-      args += ["-p", parent]
-    return T.git(repo, *args, env=env).decode().strip()
-
-
-def _commit_patch(repo: Path, patch_path: Path, work: Path,
-                  allow_empty: bool = False) -> str:
-  """Commits the index with the patch's author, date and message; notes it."""
-  info, msg = T._mailinfo(patch_path, work)
-  message = info.get("Subject", "").encode() + b"\n"
-  if msg.strip():
-    message += b"\n" + msg
-  env = T.git_env({"GIT_AUTHOR_NAME": info.get("Author", T._IDENT[0]),
-                   "GIT_AUTHOR_EMAIL": info.get("Email", T._IDENT[1]),
-                   "GIT_AUTHOR_DATE": info.get("Date", T._UPSTREAM_DATE),
-                   "GIT_COMMITTER_DATE": info.get("Date", T._UPSTREAM_DATE)})
-  args = ["commit", "-q", "--no-verify", "--cleanup=verbatim", "-F", "-"]
-  if allow_empty:
-    args.append("--allow-empty")
-  T.git(repo, *args, env=env, input=message)
-  T.git(repo, "notes", "add", "-f", "-m", patch_path.name, "HEAD")
-  return T.git(repo, "rev-parse", "HEAD").decode().strip()
-
-
 # --- classification ----------------------------------------------------------
 
 def _find(seq: list[bytes], sub: list[bytes]) -> bool:
@@ -271,28 +204,31 @@ def _conflict_blocks(content: bytes) -> int:
   return sum(1 for line in content.splitlines() if line.startswith(b"<<<<<<< "))
 
 
-def apply_one(repo: Path, patch_path: Path, work: Path) -> PatchResult:
+def apply_one(repo: Path, patch_path: Path) -> PatchResult:
   """Applies one patch onto the checked-out branch; never raises on content."""
   name = patch_path.name
   patch = P.read_patch(patch_path)
   res = PatchResult(name=name, status="clean")
   # Already upstream?  The reverse applies to the release as it is.
-  rev = _run_git(repo, "apply", "--check", "--reverse", str(patch_path))
+  rev = T.git_run(repo, "apply", "--check", "--reverse", str(patch_path),
+                  check=False)
   if rev.returncode == 0:
     res.status = "redundant"
     res.detail = "applies in reverse"
     return res
-  fwd = _run_git(repo, "apply", "--check", "-v", str(patch_path))
+  fwd = T.git_run(repo, "apply", "--check", "-v", str(patch_path),
+                  check=False)
   if fwd.returncode == 0:
     res.offsets = _parse_offsets(fwd.stderr.decode(errors="replace"))
     res.status = "offset" if res.offsets else "clean"
     T.git(repo, "apply", "--index", str(patch_path))
     res.files = sorted(patch.touched_paths())
-    res.commit = _commit_patch(repo, patch_path, work)
+    res.commit = T.commit_patch(repo, patch)
     return res
   # The context changed: merge against the patch's preimage blobs.
   before = {p: _blob(repo, p) for p in patch.touched_paths()}
-  three = _run_git(repo, "apply", "--3way", "--index", str(patch_path))
+  three = T.git_run(repo, "apply", "--3way", "--index", str(patch_path),
+                    check=False)
   out = (three.stdout + three.stderr).decode(errors="replace")
   unmerged = sorted({line.split("\t", 1)[1] for line in
                      T.git(repo, "ls-files", "-u").decode().splitlines()
@@ -330,15 +266,16 @@ def apply_one(repo: Path, patch_path: Path, work: Path) -> PatchResult:
     if stacked:
       res.detail += ("; already had an earlier patch's markers: " +
                      ", ".join(stacked))
-    res.commit = _commit_patch(repo, patch_path, work, allow_empty=True)
+    res.commit = T.commit_patch(repo, patch, allow_empty=True)
     return res
-  if _run_git(repo, "diff", "--cached", "--quiet").returncode == 0:
+  if T.git_run(repo, "diff", "--cached", "--quiet",
+               check=False).returncode == 0:
     res.status = "redundant"
     res.detail = "empty once merged"
     return res
   res.status = "merged"
   res.files = sorted(patch.touched_paths())
-  res.commit = _commit_patch(repo, patch_path, work)
+  res.commit = T.commit_patch(repo, patch)
   return res
 
 
@@ -364,33 +301,36 @@ def rebase_onto(base_src: Path, release_src: Path, patches_dir: Path,
   if dest.exists():
     raise RebaseError(f"{dest} exists; remove it or choose another --dir")
   names = P.read_series(patches_dir) if names is None else names
-  for n in names:
-    P.read_patch(patches_dir / n)      # malformed patches fail up front
+  # Malformed patches fail up front.
+  patches = {n: P.read_patch(patches_dir / n) for n in names}
   work = Path(tempfile.mkdtemp(prefix="fork-rebase-"))
   try:
     base_dir = _as_dir(base_src, work / "base")
     rel_dir = _as_dir(release_src, work / "release")
-    _init_repo(dest)
-    base = _commit_dir(dest, base_dir,
-                       f"Upstream base {base_version}".rstrip(), None)
+    T.init_repo(dest, REBASED_BRANCH, {"merge.conflictStyle": "diff3",
+                                       "rerere.enabled": "false",
+                                       "gc.auto": "0"})
+    base = T.commit_dir(dest, base_dir,
+                        f"Upstream base {base_version}".rstrip())
     T.git(dest, "tag", BASE_TAG, base)
     # The series on its own base: strict, so its blobs are exactly those the
     # patches' index lines name.
     T.git(dest, "checkout", "-q", "-f", "-B", SERIES_BRANCH, base)
     for n in names:
-      proc = _run_git(dest, "apply", "--index", str(patches_dir / n))
+      proc = T.git_run(dest, "apply", "--index", str(patches_dir / n),
+                       check=False)
       if proc.returncode != 0:
         raise RebaseError(f"{n} does not apply to its own base: "
                           f"{proc.stderr.decode(errors='replace').strip()}")
-      _commit_patch(dest, patches_dir / n, work)
+      T.commit_patch(dest, patches[n])
     sha = f" (sdist sha256 {release_sha256})" if release_sha256 else ""
-    release = _commit_dir(dest, rel_dir, f"Upstream {version}{sha}", base)
+    release = T.commit_dir(dest, rel_dir, f"Upstream {version}{sha}", base)
     T.git(dest, "tag", T.UPSTREAM_TAG, release)
     T.git(dest, "checkout", "-q", "-f", "-B", REBASED_BRANCH, release)
     T.git(dest, "clean", "-q", "-fdx")
     results = []
     for n in names:
-      r = apply_one(dest, patches_dir / n, work)
+      r = apply_one(dest, patches_dir / n)
       if log:
         log(f"{n}: {r.cell()}")
       results.append(r)
@@ -411,7 +351,7 @@ def _as_dir(src: Path, scratch: Path) -> Path:
   if src.is_dir():
     return src
   if src.is_file():
-    return extract_sdist(src, scratch)
+    return U.extract(src, None, scratch)
   raise RebaseError(f"{src} is neither a folder nor an sdist")
 
 
