@@ -124,6 +124,33 @@ class SeriesTest(ToolingTestCase):
     self.assertEqual(r.returncode, 1)
     self.assertIn(f"{p.name}: header field 'Forwarded' is missing", r.stderr)
 
+  def test_superseded_in_must_name_a_release(self):
+    d = self.copy_patches()
+    p = self.first_patch(d)
+    text = p.read_text()
+    self.assertIn("\nOrigin: ", text)
+
+    def with_field(value):
+      p.write_text(text.replace("\nOrigin: ",
+                                f"\nSuperseded-In: {value}\nOrigin: ", 1))
+
+    for bad in ("0.4.28", "jax 0.4", "jax 0.4.28rc1", "jax latest",
+                "jaxlib 0.4.28"):
+      with_field(bad)
+      problems = P.check_series(d)
+      self.assertLen(problems, 1, problems)
+      self.assertIn(f"{p.name}: Superseded-In must be 'jax X.Y.Z'",
+                    problems[0])
+      self.assertIn(repr(bad), problems[0])
+    r = run_cli("check", "--patches", str(d))
+    self.assertEqual(r.returncode, 1)
+    self.assertIn(f"{p.name}: Superseded-In must be 'jax X.Y.Z'", r.stderr)
+    with_field("jax 0.4.28")
+    self.assertEqual(P.check_series(d), [])
+    self.assertEqual(P.read_patch(p).superseded_in(), "0.4.28")
+    self.assertIsNone(P.read_patch(PATCHES / P.read_series(PATCHES)[0]
+                                   ).superseded_in())
+
   def test_offset_hunk_is_rejected_naming_patch_and_hunk(self):
     d = self.copy_patches()
     p = self.first_patch(d)

@@ -25,6 +25,9 @@
 
 Each patch ends with one status:
 
+  superseded its `Superseded-In: jax X.Y.Z` field names this release or an
+             earlier one: upstream has its own version of the change, so the
+             patch is left out (no commit; `export` drops it)
   clean      `git apply` takes it as it is, every hunk at its stated line
   offset     `git apply` takes it, some hunks at other lines (listed)
   merged     the context changed; git's 3-way merge against the patch's
@@ -60,12 +63,13 @@ from . import patches as P
 from . import tree as T
 from . import upstream as U
 
-STATUSES = ("clean", "offset", "merged", "conflict", "redundant", "failed")
+STATUSES = ("superseded", "clean", "offset", "merged", "conflict",
+            "redundant", "failed")
 BASE_TAG = "base"
 SERIES_BRANCH = "series-base"
 REBASED_BRANCH = "rebased"
 REPORT_NAME = "rebase-report.json"   # kept in the repository's .git folder
-_VERSION_RE = re.compile(r"^[0-9]+(?:\.[0-9]+)*(?:(?:a|b|rc)[0-9]+)?"
+_VERSION_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)*)((?:a|b|rc)[0-9]+)?"
                          r"(?:\.post[0-9]+)?$")
 _OFFSET_RE = re.compile(r"^Hunk #(\d+) succeeded at (\d+) \(offset (-?\d+) "
                         r"lines?\)\.$")
@@ -86,6 +90,7 @@ class PatchResult:
   detail: str = ""
   commit: str | None = None
   added_by_both: list[str] = dataclasses.field(default_factory=list)
+  superseded_in: str | None = None   # the patch's Superseded-In release
 
   def cell(self) -> str:
     """The result as one Markdown table cell."""
@@ -104,6 +109,8 @@ class PatchResult:
       return f"offset ({n} hunk{'s' if n != 1 else ''})"
     if self.status == "failed":
       return f"**failed**: {self.detail}"
+    if self.status == "superseded":
+      return f"superseded (jax {self.superseded_in})"
     return self.status
 
 
@@ -130,6 +137,22 @@ class RebaseResult:
 def _check_version(version: str) -> None:
   if not _VERSION_RE.match(version):
     raise RebaseError(f"{version!r} is not a release version (e.g. 0.4.30)")
+
+
+def _release_key(version: str) -> tuple[tuple[int, ...], bool]:
+  """Orders release versions: by number, a pre-release before its release."""
+  _check_version(version)
+  m = _VERSION_RE.match(version)
+  parts = [int(x) for x in m.group(1).split(".")]
+  while len(parts) > 1 and parts[-1] == 0:   # 0.5 == 0.5.0
+    parts.pop()
+  return tuple(parts), m.group(2) is None
+
+
+def superseded_on(since: str | None, version: str) -> bool:
+  """Whether a patch whose `Superseded-In` names `since` is superseded on
+  release `version` (that release or a later one)."""
+  return since is not None and _release_key(version) >= _release_key(since)
 
 
 def fetch_release_sdist(version: str, name: str = "jax",
@@ -295,14 +318,17 @@ def rebase_onto(base_src: Path, release_src: Path, patches_dir: Path,
 
   Both sources are folders or sdists.  `dest` must not exist; it becomes the
   rebase repository (see the module docstring).  Never stops at a patch.
+  A patch superseded on `version` (see `superseded_on`) is not applied.
   """
   dest = Path(dest).resolve()
   patches_dir = Path(patches_dir).resolve()   # git runs in `dest`
   if dest.exists():
     raise RebaseError(f"{dest} exists; remove it or choose another --dir")
   names = P.read_series(patches_dir) if names is None else names
-  # Malformed patches fail up front.
+  # Malformed patches (and Superseded-In fields) fail up front.
   patches = {n: P.read_patch(patches_dir / n) for n in names}
+  since = {n: p.superseded_in() for n, p in patches.items()}
+  _check_version(version)
   work = Path(tempfile.mkdtemp(prefix="fork-rebase-"))
   try:
     base_dir = _as_dir(base_src, work / "base")
@@ -330,7 +356,10 @@ def rebase_onto(base_src: Path, release_src: Path, patches_dir: Path,
     T.git(dest, "clean", "-q", "-fdx")
     results = []
     for n in names:
-      r = apply_one(dest, patches_dir / n)
+      if superseded_on(since[n], version):
+        r = PatchResult(name=n, status="superseded", superseded_in=since[n])
+      else:
+        r = apply_one(dest, patches_dir / n)
       if log:
         log(f"{n}: {r.cell()}")
       results.append(r)
@@ -376,6 +405,35 @@ def markdown_table(results: list[RebaseResult]) -> str:
     c = r.counts()
     summary.append(", ".join(f"{v} {k}" for k, v in c.items() if v))
   rows.append("| **total** | " + " | ".join(summary) + " |")
+  return "\n".join(rows) + "\n"
+
+
+# The summary's columns: a label and the statuses it counts.  "redundant"
+# and "failed" get a column only where some release has them.
+_SUMMARY = (("superseded", ("superseded",)),
+            ("apply", ("clean", "offset", "merged")),
+            ("conflict", ("conflict",)),
+            ("redundant", ("redundant",)),
+            ("failed", ("failed",)))
+
+
+def summary_table(results: list[RebaseResult]) -> str:
+  """One row per release: how many patches are superseded there, apply
+  (clean, offset or merged) or conflict, and which of the rest (the
+  patches carrying what upstream lacks) conflict or fail there."""
+  counts = [r.counts() for r in results]
+  cols = [(label, sts) for label, sts in _SUMMARY
+          if label not in ("redundant", "failed")
+          or any(c[label] for c in counts)]
+  rows = ["| release | " + " | ".join(label for label, _ in cols) +
+          " | patches that conflict |",
+          "| --- |" + " --- |" * (len(cols) + 1)]
+  for r, c in zip(results, counts):
+    hard = [f"`{p.name[:-len('.patch')]}`" for p in r.patches
+            if p.status in ("conflict", "failed")]
+    rows.append(f"| jax {r.version} | " +
+                " | ".join(str(sum(c[st] for st in sts)) for _, sts in cols) +
+                f" | {', '.join(hard) or 'none'} |")
   return "\n".join(rows) + "\n"
 
 
@@ -428,6 +486,8 @@ def cmd_rebase(args) -> int:
   for p in result.patches:
     if p.status == "conflict":
       print(f"  {p.name}: {p.detail} (commit {p.commit[:12]})")
+    elif p.status == "superseded":
+      print(f"  {p.name}: left out, superseded since jax {p.superseded_in}")
   if c["conflict"]:
     print("resolve each conflict commit in order (git rebase -i upstream, "
           "'edit'), then: python build/fork.py export --dir "
@@ -457,7 +517,7 @@ def cmd_rebase_report(args) -> int:
   except (RebaseError, U.UpstreamError, P.PatchError, T.TreeError) as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
-  sys.stdout.write(markdown_table(results))
+  sys.stdout.write(markdown_table(results) + "\n" + summary_table(results))
   if args.json:
     Path(args.json).write_text(json.dumps([r.to_json() for r in results],
                                           indent=1) + "\n")
@@ -493,8 +553,9 @@ def add_commands(sub, default_patches: Path) -> None:
                  help="replace an existing --dir")
   p.set_defaults(fn=cmd_rebase)
 
-  p = sub.add_parser("rebase-report", help="Markdown table: each patch's "
-                     "status on each of several releases")
+  p = sub.add_parser("rebase-report", help="Markdown tables: each patch's "
+                     "status on each of several releases, then per release "
+                     "how many are superseded, apply or conflict")
   common(p)
   p.add_argument("--onto", required=True, nargs="+", metavar="VERSION")
   p.add_argument("--release-sdist-dir", default=None, metavar="DIR",
