@@ -33,6 +33,8 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from . import tree as T
+
 _SUMMARY_RE = re.compile(r"(\d+) (passed|failed|skipped|error|errors|xfailed|"
                          r"xpassed|deselected)")
 
@@ -101,19 +103,14 @@ def selected_tests(names: list[str], sets: list[str]) -> list[str]:
 
 
 def extract_tests(repo: Path, tag: str, dest: Path) -> Path:
-  archive = subprocess.run(
-      ["git", f"--git-dir={_git_dir(repo)}", "archive", tag, "--", "tests"],
-      capture_output=True)
+  archive = T.git_run(repo, "archive", tag, "--", "tests", check=False,
+                      git_dir=True)
   if archive.returncode != 0:
     raise SystemExit(f"error: git archive {tag} tests in {repo} failed: "
                      f"{archive.stderr.decode(errors='replace').strip()}")
   subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout,
                  check=True)
   return dest / "tests"
-
-
-def _git_dir(repo: Path) -> Path:
-  return repo / ".git" if (repo / ".git").exists() else repo
 
 
 def parse_summary(text: str) -> dict[str, int]:
