@@ -25,6 +25,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 from jax._src import test_util as jtu
+from jax.experimental import export
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
@@ -37,12 +38,12 @@ def ints(seed, *shape):
 
 
 def outer_call(kernel, out_shape, *args, space=ANY, scratch_shapes=(),
-               grid=(), input_output_aliases=None):
-  """pallas_call(interpret=True) with every operand whole in `space`."""
+               grid=(), input_output_aliases=None, interpret=True):
+  """pallas_call of `kernel`, every operand whole in `space`."""
   spec = pl.BlockSpec(memory_space=space)
   n_out = len(out_shape) if isinstance(out_shape, (list, tuple)) else 1
   return pl.pallas_call(
-      kernel, out_shape=out_shape, interpret=True,
+      kernel, out_shape=out_shape, interpret=interpret,
       input_output_aliases=input_output_aliases or {},
       grid_spec=pltpu.PrefetchScalarGridSpec(
           num_scalar_prefetch=0, grid=grid, in_specs=[spec] * len(args),
@@ -253,6 +254,44 @@ class CyclesAndSchedulesTest(jtu.JaxTestCase):
     with self.assertRaisesRegex(RuntimeError, "dma_wait can never be"):
       jax.block_until_ready(outer_call(
           kernel, jax.ShapeDtypeStruct((16, 128), jnp.float32), b))
+
+
+class TpuLoweringTest(jtu.JaxTestCase):
+  """On CPU, exporting for TPU runs Pallas's lowering of the kernel to Mosaic
+  and then stops: 0.4.26's Mosaic compilation asks for the TPU's kind."""
+
+  def assert_lowers_to_mosaic(self, kernel, out_shape, *shapes):
+    call = lambda *args: outer_call(kernel, out_shape, *args, interpret=False)
+    try:
+      export.export(call, lowering_platforms=("tpu",))(*shapes)
+    except ValueError as e:
+      self.assertIn("Unrecognized TPU device kind", str(e))
+
+  def test_matmul_with_accumulators(self):
+    def body(x_ref, y_ref, z_ref):
+      z_ref[...] += jnp.dot(x_ref[...], y_ref[...])
+    def kernel(x_ref, y_ref, z_ref):
+      pltpu.emit_pipeline(
+          body, grid=(4, 4, 4),
+          in_specs=[pl.BlockSpec(lambda i, j, k: (i, k), (128, 128)),
+                    pl.BlockSpec(lambda i, j, k: (k, j), (128, 128))],
+          out_specs=pl.BlockSpec(lambda i, j, k: (i, j), (128, 128)),
+          should_accumulate_out=True)(x_ref, y_ref, z_ref)
+    shape = jax.ShapeDtypeStruct((512, 512), jnp.float32)
+    self.assert_lowers_to_mosaic(kernel, shape, shape, shape)
+
+  def test_nested_pipelines_with_vmem_specs(self):
+    tile = pl.BlockSpec(lambda i: (i, 0), (8, 128), memory_space=VMEM)
+    def outer_body(x_ref, o_ref):
+      pltpu.emit_pipeline(lambda x, o: o.__setitem__(..., x[...] + 1),
+                          grid=(4,), in_specs=[tile], out_specs=tile)(
+                              x_ref, o_ref)
+    rows = pl.BlockSpec(lambda i: (i, 0), (32, 128))
+    def kernel(x_ref, o_ref):
+      pltpu.emit_pipeline(outer_body, grid=(4,), in_specs=[rows],
+                          out_specs=rows)(x_ref, o_ref)
+    shape = jax.ShapeDtypeStruct((128, 128), jnp.float32)
+    self.assert_lowers_to_mosaic(kernel, shape, shape)
 
 
 class ApiTest(jtu.JaxTestCase):

@@ -23,6 +23,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 from jax._src import test_util as jtu
+from jax._src.pallas.mosaic import LoweringException
+from jax.experimental import export
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
@@ -32,11 +34,12 @@ REGULAR = pltpu.SemaphoreType.REGULAR
 NEVER = "can never be satisfied in interpret mode"
 
 
-def call(kernel, out_shape, *args, in_spaces=None, scratch_shapes=(), grid=()):
+def call(kernel, out_shape, *args, in_spaces=None, scratch_shapes=(), grid=(),
+         interpret=True):
   """pallas_call(interpret=True) of `kernel`; inputs in `in_spaces`."""
   in_spaces = in_spaces or [None] * len(args)
   return pl.pallas_call(
-      kernel, out_shape=out_shape, interpret=True,
+      kernel, out_shape=out_shape, interpret=interpret,
       grid_spec=pltpu.PrefetchScalarGridSpec(
           num_scalar_prefetch=0, grid=grid,
           in_specs=[pl.BlockSpec(memory_space=s) for s in in_spaces],
@@ -327,6 +330,44 @@ class RunScopedTest(jtu.JaxTestCase):
       pltpu.run_scoped(lambda sem: pltpu.semaphore_wait(sem), REGULAR)
     with self.assertRaisesRegex(RuntimeError, "semaphore_wait " + NEVER):
       jax.block_until_ready(call(stuck, jax.ShapeDtypeStruct((8,), np.float32)))
+
+
+class TpuLoweringTest(jtu.JaxTestCase):
+  """On CPU, exporting for TPU runs Pallas's lowering of the kernel to Mosaic
+  and then stops: 0.4.26's Mosaic compilation asks for the TPU's kind."""
+
+  def export_for_tpu(self, kernel, out_shape, *shapes, **kwargs):
+    call_ = lambda *args: call(kernel, out_shape, *args, interpret=False,
+                               **kwargs)
+    export.export(call_, lowering_platforms=("tpu",))(*shapes)
+
+  def test_dmas_semaphores_and_scopes_lower_to_mosaic(self):
+    def kernel(x_ref, o_ref, sems):
+      def body(buf, sem):
+        pltpu.async_copy(x_ref.at[2:6].at[1], buf, sems.at[1]).wait()
+        pltpu.semaphore_signal(sem, 2)
+        pltpu.semaphore_wait(sem, 2)
+        o_ref[...] = buf[...]
+      pltpu.run_scoped(body, pltpu.VMEM((128,), jnp.float32), REGULAR)
+    with self.assertRaisesRegex(ValueError, "Unrecognized TPU device kind"):
+      self.export_for_tpu(
+          kernel, jax.ShapeDtypeStruct((128,), jnp.float32),
+          jax.ShapeDtypeStruct((8, 128), jnp.float32), in_spaces=[ANY],
+          scratch_shapes=[DMA((2,))])
+
+  def test_semaphore_read_does_not_lower(self):
+    def kernel(o_ref, sem):
+      o_ref[0] = pltpu.semaphore_read(sem)
+    with self.assertRaises(LoweringException) as cm:
+      self.export_for_tpu(kernel, jax.ShapeDtypeStruct((1,), jnp.int32),
+                          scratch_shapes=[REGULAR])
+    causes, e = [], cm.exception
+    while e is not None:
+      causes.append(e)
+      e = e.__cause__ or e.__context__
+    self.assertTrue(any(
+        isinstance(e, NotImplementedError) and "semaphore_read cannot lower "
+        "for TPU with jaxlib 0.4.26" in str(e) for e in causes), causes)
 
 
 class ChainedIndexerTest(jtu.JaxTestCase):
