@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import textwrap
 
@@ -117,6 +118,11 @@ def absolute(sm: sourcemap.SourceMap) -> list[list[tuple[int, ...]]]:
   return sourcemap.absolute_mappings(sm.mappings)
 
 
+# Frames carry column positions from Python 3.11 on (PEP 657); before that
+# every source column is 0.
+_COLUMNS = sys.version_info >= (3, 11)
+
+
 class SourceMapperTest(jtu.JaxTestCase):
 
   def test_jaxpr_pass(self):
@@ -145,12 +151,13 @@ class SourceMapperTest(jtu.JaxTestCase):
     self.assertEqual(file_idx, 0)
     # 0-based lines: the `return` line is co_firstlineno + 1 in 1-based terms.
     self.assertEqual(src_line, jax_fn.__code__.co_firstlineno)
-    self.assertEqual(src_col, 13)  # `x + y` in `    return x + y`.
+    # `x + y` in `    return x + y`.
+    self.assertEqual(src_col, 13 if _COLUMNS else 0)
     # The segment after the equation ends the mapping.
     self.assertLen(absolute(sm)[0][1], 1)
 
   @parameterized.parameters(
-      ("hlo:stable-hlo", "stablehlo.add", "loc(", 13),
+      ("hlo:stable-hlo", "stablehlo.add", "loc(", 13 if _COLUMNS else 0),
       ("hlo:original", "add(", "source_line=", 0),   # HLO has no columns.
       ("hlo:optimized", "add(", "source_line=", 0),
   )
@@ -525,16 +532,19 @@ class MozillaConsumerTest(jtu.JaxTestCase):
       self.assertIn(at(gen, m["generatedColumn"]),
                     [gen[c:] for c in cuts[n]], msg=f"{m} in {gen!r}")
       src = src_lines[m["originalLine"] - 1]
-      self.assertRegex(at(src, m["originalColumn"]),
-                       r"^(jnp\.(sin|cos)|jax\.jit\(inner\))",
-                       msg=f"{m} in {src!r}")
+      if _COLUMNS:
+        self.assertRegex(at(src, m["originalColumn"]),
+                         r"^(jnp\.(sin|cos)|jax\.jit\(inner\))",
+                         msg=f"{m} in {src!r}")
+      else:
+        self.assertEqual(m["originalColumn"], 0, msg=f"{m} in {src!r}")
       prefix_gen = gen.encode("utf-16-le")[:2 * m["generatedColumn"]]
       non_ascii_gen += not prefix_gen.decode("utf-16-le").isascii()
       prefix_src = src.encode("utf-16-le")[:2 * m["originalColumn"]]
       non_ascii_src += not prefix_src.decode("utf-16-le").isascii()
     # Both sides had non-ASCII text before some mapped columns.
     self.assertGreater(non_ascii_gen, 0)
-    self.assertGreater(non_ascii_src, 0)
+    self.assertEqual(non_ascii_src > 0, _COLUMNS)
 
   @parameterized.parameters(0, 1)
   def test_codec_against_consumer(self, seed):
