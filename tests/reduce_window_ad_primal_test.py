@@ -28,7 +28,7 @@ from jax import lax
 import jax.numpy as jnp
 from jax._src import core
 from jax._src import test_util as jtu
-from jax._src.lax import reduce_window_transpose as rw_transpose
+from jax._src.lax import windowed_reductions as rw_transpose
 from jax._src.lax import windowed_reductions as lax_windowed
 
 jax.config.parse_flags_with_absl()

@@ -231,20 +231,30 @@ class ReduceWindowGradTest(jtu.JaxTestCase):
     self.assertAllClose(jax.jit(jax.grad(sq))(x), jax.jit(jax.jacfwd(sq))(x))
 
   def testVmapBatchedOperandsAndInits(self):
-    # Batched init values are combined once per window (the fork's
-    # definition, order independent), so any init value works under vmap.
+    # Reverse mode needs an identity init value, with and without vmap: grad
+    # checks a known init value, vmap(grad) each of a batch of known ones.
     rng = np.random.RandomState(3)
     xs = _operand(rng, (3, 4, 5), "")
     inits = jnp.array([1., 2., 0.5])
     rw = lambda x, i: lax.reduce_window(x, i, _mul, (2, 2), (1, 2), "SAME")
     f = lambda x, i: jnp.sum(rw(x, i) ** 2)
+    grad_f = jax.grad(f, argnums=(0, 1))
+    with self.assertRaisesRegex(ValueError, "not an identity"):
+      grad_f(xs[1], 2.)
+    with self.assertRaisesRegex(ValueError, "not an identity"):
+      jax.vmap(grad_f)(xs, inits)
+    g = jax.vmap(grad_f)(xs, jnp.ones(3))
+    for k in range(3):
+      self.assertAllClose((g[0][k], g[1][k]), grad_f(xs[k], 1.))
+    # Init values not known while tracing (jit arguments) cannot be checked,
+    # with or without vmap; both differentiate init combined once per window.
     # Every window has elements: the result is init * (product of window).
     ref = lambda x, i: jnp.sum((i * rw(x, 1.)) ** 2)
-    for g in [jax.vmap(jax.grad(f, argnums=(0, 1)))(xs, inits),
-              jax.jit(jax.vmap(jax.grad(f, argnums=(0, 1))))(xs, inits)]:
-      for k in range(3):
-        gk = jax.grad(ref, argnums=(0, 1))(xs[k], inits[k])
-        self.assertAllClose((g[0][k], g[1][k]), gk)
+    g = jax.jit(jax.vmap(grad_f))(xs, inits)
+    for k in range(3):
+      gk = jax.grad(ref, argnums=(0, 1))(xs[k], inits[k])
+      self.assertAllClose((g[0][k], g[1][k]), gk)
+      self.assertAllClose(jax.jit(grad_f)(xs[k], inits[k]), gk)
     # Batched operands, shared init; and jit.
     g = jax.jit(jax.vmap(jax.grad(f), in_axes=(0, None)))(xs, 1.)
     for k in range(3):
@@ -356,7 +366,7 @@ class ReduceWindowGradTest(jtu.JaxTestCase):
     # A known identity init skips the combination with the init value; an
     # init computed from traced values cannot be checked and is combined
     # once per window.  Both give the same gradient.
-    from jax._src.lax import reduce_window_transpose as rw_transpose
+    from jax._src.lax import windowed_reductions as rw_transpose
     rng = np.random.RandomState(11)
     x = _operand(rng, (5, 6), "")
     geom = ((3, 2), (2, 1), ((1, 2), (0, 1)), (1, 2), (1, 1))
@@ -389,7 +399,7 @@ class ReduceWindowGradTest(jtu.JaxTestCase):
   def testChunkedCotangent(self):
     # Large operands get their cotangent in chunks along a leading dimension
     # that no window spans; force that on small ones and compare.
-    from jax._src.lax import reduce_window_transpose as rw_transpose
+    from jax._src.lax import windowed_reductions as rw_transpose
     rng = np.random.RandomState(10)
     x = _operand(rng, (6, 5, 7, 2), "")
     geom = ((1, 3, 2, 1), (1, 2, 1, 1), "SAME", (1, 1, 1, 1), (1, 1, 2, 1))
