@@ -64,8 +64,8 @@ if FORK:
       finally:
         dump_seconds[0] += time.process_time() - t0
     return wrapper
-  # Every lowering's jaxpr dump goes through _dump_jaxpr.
-  jaxpr_dump._dump_jaxpr = timed(jaxpr_dump._dump_jaxpr)
+  # Every lowering's jaxpr dump goes through dump_jaxpr.
+  jaxpr_dump.dump_jaxpr = timed(jaxpr_dump.dump_jaxpr)
   mlir.dump_module_to_file = timed(mlir.dump_module_to_file)
   jax.config.update("jax_dump_ir_modes", "stablehlo,jaxpr,jaxpr_html")
 print(json.dumps({"version": jax.__version__, "fork": FORK}), flush=True)

@@ -20,13 +20,15 @@ which should stay flat (linear growth).  Both functions have upstream's
 semantics (relative segments), so for a same-run ratio the benchmark times
 upstream's own `jax._src.sourcemap` (introduced in jax 0.4.28), read from a
 clone of jax-ml/jax (`--jax-repo`, or $JAX_REPO; `--tag`, default
-jax-v0.4.36) on the same inputs, and checks that both give the same results.
+jax-v0.4.28) on the same inputs, and checks that both give the same results.
 Target: at least 2x upstream's speed at 10^5 segments, both ways.  Without a
 clone it times a plain digit-by-digit codec written here instead.
 
 Times are CPU times of this process (`time.process_time`, median of several
 runs): on a shared, loaded machine wall-clock times of a single-threaded codec
-mostly measure the wait for a core.
+mostly measure the wait for a core. Every run starts right after a full
+garbage collection: the collections its own allocations trigger count, one
+that earlier runs left due (whose cost is that of the whole heap) does not.
 
   python benchmarks/sourcemap_codec.py [--quick] [--jax-repo DIR] [--tag TAG]
 
@@ -35,6 +37,7 @@ Needs the fork on PYTHONPATH (or installed).
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import random
 import statistics
@@ -123,10 +126,11 @@ def load_upstream(jax_repo: str, tag: str) -> types.ModuleType:
 
 
 def cpu_timeit(fn, *, repeat: int) -> float:
-  """Median CPU seconds of `fn()`."""
+  """Median CPU seconds of `fn()`, each run after a full collection."""
   fn()
   times = []
   for _ in range(repeat):
+    gc.collect()
     t0 = time.process_time()
     fn()
     times.append(time.process_time() - t0)
@@ -137,7 +141,7 @@ def main(argv: list[str]) -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--quick", action="store_true")
   parser.add_argument("--jax-repo", default=os.environ.get("JAX_REPO"))
-  parser.add_argument("--tag", default="jax-v0.4.36")
+  parser.add_argument("--tag", default="jax-v0.4.28")
   args = parser.parse_args(argv)
   if args.jax_repo:
     upstream = load_upstream(args.jax_repo, args.tag)

@@ -17,6 +17,9 @@
 
 Trains a small MLP on a synthetic regression task for a few jitted steps,
 saves the parameters with orbax, restores them and checks they are equal.
+Install the ecosystem so that pip keeps the fork (docs/install.md):
+
+  pip install -c ecosystem-constraints.txt flax optax chex orbax-checkpoint
 """
 from __future__ import annotations
 

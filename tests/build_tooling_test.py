@@ -124,6 +124,33 @@ class SeriesTest(ToolingTestCase):
     self.assertEqual(r.returncode, 1)
     self.assertIn(f"{p.name}: header field 'Forwarded' is missing", r.stderr)
 
+  def test_superseded_in_must_name_a_release(self):
+    d = self.copy_patches()
+    p = self.first_patch(d)
+    text = p.read_text()
+    self.assertIn("\nOrigin: ", text)
+
+    def with_field(value):
+      p.write_text(text.replace("\nOrigin: ",
+                                f"\nSuperseded-In: {value}\nOrigin: ", 1))
+
+    for bad in ("0.4.28", "jax 0.4", "jax 0.4.28rc1", "jax latest",
+                "jaxlib 0.4.28"):
+      with_field(bad)
+      problems = P.check_series(d)
+      self.assertLen(problems, 1, problems)
+      self.assertIn(f"{p.name}: Superseded-In must be 'jax X.Y.Z'",
+                    problems[0])
+      self.assertIn(repr(bad), problems[0])
+    r = run_cli("check", "--patches", str(d))
+    self.assertEqual(r.returncode, 1)
+    self.assertIn(f"{p.name}: Superseded-In must be 'jax X.Y.Z'", r.stderr)
+    with_field("jax 0.4.28")
+    self.assertEqual(P.check_series(d), [])
+    self.assertEqual(P.read_patch(p).superseded_in(), "0.4.28")
+    self.assertIsNone(P.read_patch(PATCHES / P.read_series(PATCHES)[0]
+                                   ).superseded_in())
+
   def test_offset_hunk_is_rejected_naming_patch_and_hunk(self):
     d = self.copy_patches()
     p = self.first_patch(d)
@@ -170,6 +197,38 @@ class MaterializeExportTest(ToolingTestCase):
     for name in names + ["series"]:
       self.assertEqual((PATCHES / name).read_bytes(), (out / name).read_bytes(),
                        f"{name} changed in the round trip")
+
+  def test_commit_from_an_envelope_keeps_author_date_and_message(self):
+    # Non-ASCII names and subjects travel as RFC 2047 words in the envelope.
+    def repo(name):
+      r = self.tmp / name
+      r.mkdir()
+      (r / "a.txt").write_text("a\n")
+      T.init_repo(r)
+      T.git(r, "add", "-A")
+      T.git(r, "commit", "-q", "-m", "base")
+      T.git(r, "tag", T.UPSTREAM_TAG)
+      return r
+    src = repo("src")
+    (src / "a.txt").write_text("a\nb\n")
+    env = T.git_env({"GIT_AUTHOR_NAME": "J\u00f6rg M\u00fcller",
+                     "GIT_AUTHOR_EMAIL": "j@example.org",
+                     "GIT_AUTHOR_DATE": "2026-11-30T12:34:56+01:00"})
+    message = ("\u00dcn\u00efcode: a subject long enough that format-patch "
+               "folds its header over lines\n\nWhy, in a body\n"
+               "of two paragraphs.\n\nOrigin: jax-fork\n")
+    T.git(src, "commit", "-q", "-a", "--cleanup=verbatim", "-F", "-",
+          env=env, input=message.encode())
+    out = self.tmp / "patches"
+    name, = T.export(src, out)
+    self.assertIn("=?UTF-8?", (out / name).read_text())
+    dst = repo("dst")
+    T.commit_series(dst, out, [name])
+    fmt = "--format=%an%n%ae%n%aI%n%B"
+    self.assertEqual(T.git(dst, "log", "-1", fmt).decode(),
+                     T.git(src, "log", "-1", fmt).decode())
+    self.assertEqual(T.git(dst, "notes", "show", "HEAD").decode().strip(),
+                     name)
 
   def test_materialized_history_is_upstream_then_one_commit_per_patch(self):
     tree = self.tmp / "tree"
@@ -374,7 +433,7 @@ class WheelTest(ToolingTestCase):
     w2 = W.build_from_series(self.tmp / "b", PATCHES)
     self.assertEqual(w1.name, w2.name)
     self.assertEqual(w1.read_bytes(), w2.read_bytes())
-    self.assertRegex(w1.name, r"^jax-0\.4\.26\+fork\.\d+-py3-none-any\.whl$")
+    self.assertRegex(w1.name, r"^jax-0\.4\.26\+fork\d+-py3-none-any\.whl$")
 
   def test_wheel_metadata_pins_jaxlib_and_installs_and_imports(self):
     whl = W.build_from_series(self.tmp / "w", PATCHES)
@@ -473,6 +532,25 @@ class UpstreamTestRunnerTest(ToolingTestCase):
     self.assertIn("tiny_test: 2 passed, 1 failed, 0 skipped", r.stdout)
     self.assertIn("missing_test: no such file", r.stdout)
     self.assertNotEqual(r.returncode, 0)
+
+  def test_extracts_tests_from_a_clone_and_a_linked_worktree(self):
+    work = self.tmp / "work"
+    (work / "tests").mkdir(parents=True)
+    (work / "tests" / "tiny_test.py").write_text("def test_ok():\n  pass\n")
+    commit_and_tag(work, "jax-v0.4.26")
+    linked = self.tmp / "linked"
+    T.git(work, "worktree", "add", "-q", "--detach", str(linked),
+          "jax-v0.4.26")
+    self.assertTrue((linked / ".git").is_file())
+    self.assertEqual(T.find_git_dir(work), (work / ".git").resolve())
+    self.assertEqual(T.find_git_dir(linked),
+                     (work / ".git" / "worktrees" / "linked").resolve())
+    for repo in (work, linked):
+      dest = self.tmp / f"out-{repo.name}"
+      dest.mkdir()
+      got = UT.extract_tests(repo, "jax-v0.4.26", dest)
+      self.assertEqual((got / "tiny_test.py").read_text(),
+                       "def test_ok():\n  pass\n")
 
 
 def commit_and_tag(work: Path, tag: str) -> None:

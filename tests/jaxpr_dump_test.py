@@ -18,7 +18,9 @@ jaxpr_dump_gcs_test.py and jaxpr_dump_html_test.py.
 """
 from __future__ import annotations
 
+import collections
 import errno
+import gzip
 import json
 import os
 import pathlib
@@ -38,7 +40,10 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 from jax._src import config
+from jax._src import core
+from jax._src import dump_storage
 from jax._src import jaxpr_dump
+from jax._src import source_info_util
 from jax._src import sourcemap
 from jax._src import test_util as jtu
 
@@ -49,7 +54,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] /
 from mlp_train_step import train_inputs, train_step  # noqa: E402
 
 _OPTIONS = ("jax_dump_ir_to", "jax_dump_ir_modes", "jax_dump_ir_filter",
-            "jax_dump_ir_local_dir", "jax_dump_ir_delete_local_after")
+            "jax_dump_ir_local_dir", "jax_dump_ir_delete_local_after",
+            "jax_include_debug_info_in_dumps")
 
 # jax_<12 hex token>-<6 digit counter>_<sanitized name>.<ext>
 _NAME_RE = re.compile(
@@ -92,6 +98,78 @@ def decode_mappings(mappings: str) -> list[list[tuple[int, ...]]]:
         segs.append((gen,))
     out.append(segs)
   return out
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+  value = shift = 0
+  while True:
+    byte = buf[pos]
+    pos += 1
+    value |= (byte & 0x7F) << shift
+    shift += 7
+    if byte < 0x80:
+      return value, pos
+
+
+def _protobuf_fields(buf: bytes):
+  """(field number, value) pairs of a protobuf message (a test oracle):
+  varints as ints, length-delimited fields as bytes."""
+  pos = 0
+  while pos < len(buf):
+    key, pos = _varint(buf, pos)
+    if key & 7 == 0:
+      value, pos = _varint(buf, pos)
+    elif key & 7 == 2:
+      n, pos = _varint(buf, pos)
+      value, pos = buf[pos:pos + n], pos + n
+    else:
+      raise AssertionError(f"unexpected wire type {key & 7}")
+    yield key >> 3, value
+
+
+def _varints(value: int | bytes) -> list[int]:
+  """A repeated integer field's values, packed (bytes) or not (an int)."""
+  if isinstance(value, int):
+    return [value]
+  out, pos = [], 0
+  while pos < len(value):
+    v, pos = _varint(value, pos)
+    out.append(v)
+  return out
+
+
+def decode_pprof(data: bytes) -> dict:
+  """The gzipped pprof `Profile` (github.com/google/pprof, proto/profile.proto)
+  as {"strings", "sample_type", "samples": [(location ids, values, {label
+  key: label str})], "locations": {id: [(function id, line)]},
+  "functions": {id: (name, filename)}}, strings resolved."""
+  fields = list(_protobuf_fields(gzip.decompress(data)))
+  strings = [v.decode() for f, v in fields if f == 6]
+  prof = {"strings": strings, "sample_type": [], "samples": [],
+          "locations": {}, "functions": {}}
+  for f, v in fields:
+    sub = collections.defaultdict(list)
+    if f in (1, 2, 4, 5):  # Messages: ValueType, Sample, Location, Function.
+      for k, x in _protobuf_fields(v):
+        sub[k].append(x)
+    if f == 1:
+      prof["sample_type"].append((strings[sub[1][0]], strings[sub[2][0]]))
+    elif f == 2:
+      labels = {}
+      for label in sub[3]:
+        d = dict(_protobuf_fields(label))
+        labels[strings[d[1]]] = strings[d.get(2, 0)]
+      prof["samples"].append((
+          [i for x in sub[1] for i in _varints(x)],
+          [i for x in sub[2] for i in _varints(x)], labels))
+    elif f == 4:
+      prof["locations"][sub[1][0]] = [
+          (d.get(1, 0), d.get(2, 0))
+          for d in map(dict, map(_protobuf_fields, sub[4]))]
+    elif f == 5:
+      prof["functions"][sub[1][0]] = (strings[sub[2][0]],
+                                      strings[sub[4][0]])
+  return prof
 
 
 def source_line_of(marker: str) -> int:
@@ -293,14 +371,15 @@ class ImportTest(DumpTestCase):
     return json.loads(out.strip().splitlines()[-1])
 
   def test_nothing_registered_at_import(self):
+    ours = ("jax._src.jaxpr_dump", "jax._src.dump_storage")
     off = self._child()
     self.assertFalse(off["imported"])  # Not even imported with dumping off.
-    self.assertNotIn("jax._src.jaxpr_dump", off["handlers"])
+    self.assertFalse(set(ours) & set(off["handlers"]))
     # Turned on from the environment, still nothing until something is
     # dumped; a local dump needs no handler or thread either.
     on = self._child(JAX_DUMP_IR_TO=self.dump_dir, JAX_DUMP_IR_MODES="jaxpr",
                      DUMP_SOMETHING="1")
-    self.assertNotIn("jax._src.jaxpr_dump", on["handlers"])
+    self.assertFalse(set(ours) & set(on["handlers"]))
     self.assertNotIn("jax_dump_ir_uploader", on["threads"])
     self.assertNotEmpty(os.listdir(self.dump_dir))
     # Remote dumps register the exit flush with their first upload.
@@ -309,7 +388,7 @@ class ImportTest(DumpTestCase):
                          JAX_DUMP_IR_LOCAL_DIR=self.make_dir(),
                          JAX_DUMP_IR_DELETE_LOCAL_AFTER="false",
                          DUMP_SOMETHING="1")
-    self.assertEqual(remote["handlers"].count("jax._src.jaxpr_dump"), 1)
+    self.assertEqual(sum(map(remote["handlers"].count, ours)), 1)
 
 
 class LocalDumpTest(DumpTestCase):
@@ -494,6 +573,128 @@ class LocalDumpTest(DumpTestCase):
       self.assertIn(prim, text)
 
 
+def _profiled(x):
+  y = jnp.sin(x) * 2.0  # MARK:pprof_sin
+  def body(c, xi):
+    return c + jnp.cos(xi), None  # MARK:pprof_cos
+  c, _ = jax.lax.scan(body, y[0], y)
+  return jnp.tanh(c)  # MARK:pprof_tanh
+
+
+def _leaf_counts(jaxpr: core.Jaxpr) -> tuple[collections.Counter,
+                                             collections.Counter]:
+  """Equations per (file, line) of their innermost user frame, and per
+  primitive, sub-jaxprs included (as many times as they are used)."""
+  lines, prims = collections.Counter(), collections.Counter()
+  for eqn in jaxpr.eqns:
+    prims[eqn.primitive.name] += 1
+    frame = source_info_util.user_frame(eqn.source_info)
+    if frame is not None:
+      lines[(frame.file_name, frame.start_line)] += 1
+    for sub in core.jaxprs_in_params(eqn.params):
+      sub_lines, sub_prims = _leaf_counts(sub)
+      lines.update(sub_lines)
+      prims.update(sub_prims)
+  return lines, prims
+
+
+class EquationProfileTest(DumpTestCase):
+
+  def _profile_counts(self, name: str, directory=None):
+    prof = decode_pprof(self.read(name, directory))
+    self.assertEqual(prof["sample_type"], [("equations", "count")])
+    lines, prims = collections.Counter(), collections.Counter()
+    for location_ids, (count,), labels in prof["samples"]:
+      prims[labels["primitive"]] += count
+      if location_ids:  # Innermost first.
+        (function_id, line), = prof["locations"][location_ids[0]]
+        lines[(prof["functions"][function_id][1], line)] += count
+    return prof, lines, prims
+
+  def test_counts_per_source_line(self):
+    x = np.linspace(0, 1, 4, dtype=np.float32)
+    self.configure(modes="eqn_count_pprof", filter="^_profiled$")
+    np.testing.assert_allclose(jax.jit(_profiled)(x), _profiled(x), rtol=1e-6)
+    names = os.listdir(self.dump_dir)
+    self.assertLen(names, 1)
+    self.assertRegex(names[0], r"^jax_[0-9a-f]{12}-\d{6}_"
+                     r"_profiled\.eqn_count_pprof$")
+    _, lines, prims = self._profile_counts(names[0])
+    expected_lines, expected_prims = _leaf_counts(
+        jax.make_jaxpr(_profiled)(x).jaxpr)
+    self.assertEqual(lines, expected_lines)
+    self.assertEqual(prims, expected_prims)
+    for marker in ("# MARK:pprof_sin", "# MARK:pprof_cos", "# MARK:pprof_tanh"):
+      self.assertGreater(lines[(__file__, source_line_of(marker))], 0, marker)
+    self.assertEqual(lines[(__file__, source_line_of("# MARK:pprof_sin"))], 2)
+
+  def test_no_source_path_without_debug_info(self):
+    x = np.linspace(0, 1, 4, dtype=np.float32)
+    exts = {}
+    for debug_info in (True, False):
+      jax.clear_caches()
+      d = self.make_dir()
+      jax.config.update("jax_include_debug_info_in_dumps", debug_info)
+      self.configure(to=d, modes="stablehlo,jaxpr,jaxpr_html,eqn_count_pprof",
+                     filter="_profiled$")
+      jax.jit(_profiled)(x)
+      files = {re.sub(r"^jax_[^.]*", "", n): self.read(n, d)
+               for n in os.listdir(d)}
+      files[".eqn_count_pprof"] = gzip.decompress(files[".eqn_count_pprof"])
+      exts[debug_info] = files
+      for ext, data in files.items():
+        with self.subTest(debug_info=debug_info, ext=ext):
+          self.assertEqual(os.path.basename(__file__).encode() in data,
+                           debug_info and ext != ".jaxpr.txt")
+    self.assertEqual(set(exts[True]) - set(exts[False]), {".jaxpr.txt.map"})
+    self.assertEqual(exts[True][".jaxpr.txt"], exts[False][".jaxpr.txt"])
+    self.assertNotIn(b"loc(", exts[False][".mlir"])
+    html = exts[False][".jaxpr.html"].decode()
+    self.assertIn('"sources": []', html)
+    self.assertIn('"counts": {}', html)
+    # The profile still counts every equation, by primitive.
+    names = [n for n in os.listdir(d) if n.endswith(".eqn_count_pprof")]
+    prof, lines, prims = self._profile_counts(names[0], d)
+    self.assertEqual((prof["locations"], prof["functions"], lines), ({}, {},
+                                                                      {}))
+    self.assertEqual(prims, _leaf_counts(jax.make_jaxpr(_profiled)(x).jaxpr)[1])
+
+  def test_debug_info_option_from_the_environment(self):
+    code = "import jax; print(jax.config.read('jax_include_debug_info_in_dumps'))"
+    for value, expected in ((None, "True"), ("false", "False"), ("1", "True")):
+      env = {k: v for k, v in os.environ.items()
+             if k != "JAX_INCLUDE_DEBUG_INFO_IN_DUMPS"}
+      if value is not None:
+        env["JAX_INCLUDE_DEBUG_INFO_IN_DUMPS"] = value
+      out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                           capture_output=True, text=True, timeout=120)
+      self.assertEqual(out.stdout.strip(), expected)
+
+
+class PmapDedupTest(DumpTestCase):
+
+  def test_pmap_dumped_once_per_lowering(self):
+    def step(x):
+      return jnp.sin(x) * 2.0
+    self.configure(modes="stablehlo,jaxpr", filter="^step$")
+    x = np.ones((1, 3), np.float32)
+    p = jax.pmap(step)
+    np.testing.assert_allclose(p(x), np.sin(x) * 2.0, rtol=1e-6)
+    p(x)                     # cached: no new lowering
+    p.lower(x).compile()     # lowered (and traced) again: the same jaxpr
+    jax.pmap(step).lower(x)  # a new pmap of the same function
+    (txt,) = self.dumps()["step"]
+    mlirs = [n for n in os.listdir(self.dump_dir) if n.endswith(".mlir")]
+    self.assertLen(mlirs, 2)  # Both compiled modules are dumped.
+    self.assertIn(_NAME_RE.match(txt)["id"], [_MLIR_RE.match(n)["id"]
+                                               for n in mlirs])
+    jax.pmap(step)(np.ones((1, 4), np.float32))  # a new shape: a new jaxpr
+    self.assertLen(self.dumps()["step"], 2)
+    jax.clear_caches()  # Traced again afterwards: dumped again, like jit.
+    jax.pmap(step)(x)
+    self.assertLen(self.dumps()["step"], 3)
+
+
 class AotIdentityTest(DumpTestCase):
 
   def test_aot_and_call_dumps_identical_in_process(self):
@@ -600,7 +801,7 @@ class NamingTest(DumpTestCase):
     base = dict(os.environ, JAX_PLATFORMS="cpu", **env)
     prog = textwrap.dedent("""
         import jax, numpy as np
-        from jax._src import jaxpr_dump
+        from jax._src import dump_storage, jaxpr_dump
         """) + textwrap.dedent(code) + textwrap.dedent("""
         def step(x):
           return x * 2.0 + 1.0
@@ -641,7 +842,7 @@ class NamingTest(DumpTestCase):
         "JAX_DUMP_IR_LOCAL_DIR": staging,
         "JAX_DUMP_IR_DELETE_LOCAL_AFTER": "false"},
         # Uploads succeed without a bucket; the staged files stay.
-        "jaxpr_dump._upload_file = lambda local_path, dest: None\n")
+        "dump_storage._upload_file = lambda local_path, dest: None\n")
     self._check_two_processes(staging)
 
   def test_forked_child_gets_a_new_token(self):
@@ -681,7 +882,7 @@ class FaultMatrixTest(DumpTestCase):
     self.addCleanup(self._remove_fallback)
 
   def _remove_fallback(self):
-    state = jaxpr_dump._process_state()
+    state = dump_storage._process_state()
     if state.fallback_dir:
       shutil.rmtree(state.fallback_dir, ignore_errors=True)
       state.fallback_dir = None
@@ -706,19 +907,19 @@ class FaultMatrixTest(DumpTestCase):
       else:
         d = self.dump_dir
         error_type, code = OSError, errno.ENOSPC
-      real = jaxpr_dump._write_local_file
+      real = dump_storage._write_local_file
       def fail_in_d(path, data):
         if os.path.dirname(path) == d:
           raise error_type(code, os.strerror(code), path)
         real(path, data)
       self.enter_context(absltest.mock.patch.object(
-          jaxpr_dump, "_write_local_file", fail_in_d))
+          dump_storage, "_write_local_file", fail_in_d))
       return d
     if fault == "remote_fails":
       def refuse(local_path, dest):
         raise ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
       self.enter_context(absltest.mock.patch.object(
-          jaxpr_dump, "_upload_file", refuse))
+          dump_storage, "_upload_file", refuse))
       self.staging = self.make_dir()
       return "gs://bucket/run"
     raise AssertionError(fault)
@@ -743,7 +944,7 @@ class FaultMatrixTest(DumpTestCase):
                   and not (e == ".jaxpr.txt" and k.endswith(".map")))
     self.assertEqual(exts, sorted(list(_MODE_EXTS[mode]) * 2), text)
     where = (self.staging if fault == "remote_fails"
-             else jaxpr_dump._process_state().fallback_dir)
+             else dump_storage._process_state().fallback_dir)
     for k in kept:
       self.assertEqual(os.path.dirname(k), where)
       self.assertIn(repr(where) if fault != "remote_fails" else k, text)
@@ -756,7 +957,7 @@ class FaultTest(DumpTestCase):
   def setUp(self):
     super().setUp()
     def remove_fallback():
-      state = jaxpr_dump._process_state()
+      state = dump_storage._process_state()
       if state.fallback_dir:
         shutil.rmtree(state.fallback_dir, ignore_errors=True)
         state.fallback_dir = None
@@ -785,7 +986,7 @@ class FaultTest(DumpTestCase):
     def no_space(path, data):
       raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
     self.enter_context(absltest.mock.patch.object(
-        jaxpr_dump, "_write_local_file", no_space))
+        dump_storage, "_write_local_file", no_space))
     self.configure(modes="stablehlo,jaxpr,jaxpr_html")
     msgs = self.run_step()
     self.assertNotEmpty(msgs)
@@ -794,7 +995,7 @@ class FaultTest(DumpTestCase):
     self.assertEqual(os.listdir(self.dump_dir), [])  # No partial files.
 
   def test_full_destination_keeps_files_in_fallback(self):
-    real = jaxpr_dump._write_local_file
+    real = dump_storage._write_local_file
     dest = self.dump_dir
     def full_dest(path, data):
       if os.path.dirname(path) == dest:
@@ -803,7 +1004,7 @@ class FaultTest(DumpTestCase):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
       real(path, data)
     self.enter_context(absltest.mock.patch.object(
-        jaxpr_dump, "_write_local_file", full_dest))
+        dump_storage, "_write_local_file", full_dest))
     self.configure(modes="jaxpr")
     msgs = self.run_step()
     self.assertLen(msgs, 1)
@@ -831,7 +1032,7 @@ class FaultTest(DumpTestCase):
     def refuse(local_path, dest):
       raise ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
     self.enter_context(absltest.mock.patch.object(
-        jaxpr_dump, "_upload_file", refuse))
+        dump_storage, "_upload_file", refuse))
     self.configure(to="gs://bucket/run", modes="jaxpr,jaxpr_html",
                    local_dir=staging)
     msgs = self.run_step()
@@ -854,7 +1055,7 @@ class FaultTest(DumpTestCase):
           os.path.join(remote, os.path.basename(local_path)), "wb") as dst:
         dst.write(src.read())
     self.enter_context(absltest.mock.patch.object(
-        jaxpr_dump, "_upload_file", upload))
+        dump_storage, "_upload_file", upload))
     for delete in (True, False):
       with self.subTest(delete_local_after=delete):
         jax.clear_caches()

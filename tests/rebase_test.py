@@ -79,10 +79,11 @@ class RebaseTestCase(absltest.TestCase):
     self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
     self.base = _write_tree(self.tmp / "base", BASE)
 
-  def make_series(self, edits: list[tuple[str, dict[str, str | None]]]
-                  ) -> Path:
+  def make_series(self, edits: list[tuple[str, dict[str, str | None]]],
+                  superseded: dict[str, str] | None = None) -> Path:
     """Commits each (subject, {path: new text or None}) on the base and
-    exports the commits as a series, as `build/fork.py export` writes it."""
+    exports the commits as a series, as `build/fork.py export` writes it.
+    `superseded` maps a subject to its patch's Superseded-In value."""
     repo = self.tmp / "dev"
     shutil.copytree(self.base, repo)
     T.git(repo, "init", "-q", "-b", "main")
@@ -96,9 +97,11 @@ class RebaseTestCase(absltest.TestCase):
         else:
           (repo / path).parent.mkdir(parents=True, exist_ok=True)
           (repo / path).write_text(text)
+      field = (f"Superseded-In: {superseded[subject]}\n"
+               if subject in (superseded or {}) else "")
       T.git(repo, "add", "-A")
       T.git(repo, "commit", "-q", "-F", "-", input=(
-          f"{subject}\n\nWhy it matters.\n\nOrigin: jax-fork\n"
+          f"{subject}\n\nWhy it matters.\n\n{field}Origin: jax-fork\n"
           "Forwarded: not-needed\nLast-Update: 2026-12-01\n").encode())
     patches = self.tmp / "patches"
     T.export(repo, patches)
@@ -302,6 +305,18 @@ class SeriesTest(RebaseTestCase):
     self.assertEqual(table[-1], "| **total** | 1 clean, 1 offset, "
                      "1 conflict, 1 redundant | 4 clean |")
 
+  def test_summary_gives_redundant_a_column_where_a_release_has_one(self):
+    other = self.release("rel2", {"README": "upstream\n"})
+    results = [self.rebase(self.rel, self.patches, "9.9.9"),
+               self.rebase(other, self.patches, "10.0")]
+    self.assertEqual(R.summary_table(results).splitlines(), [
+        "| release | superseded | apply | conflict | redundant | "
+        "patches that conflict |",
+        "| --- | --- | --- | --- | --- | --- |",
+        f"| jax 9.9.9 | 0 | 2 | 1 | 1 | `{self.names[0][:-len('.patch')]}` |",
+        "| jax 10.0 | 0 | 4 | 0 | 0 | none |",
+    ])
+
   def test_existing_destination_is_refused(self):
     (self.tmp / "rebased-rel").mkdir()
     with self.assertRaisesRegex(R.RebaseError, "exists"):
@@ -315,6 +330,115 @@ class SeriesTest(RebaseTestCase):
                         version="9.9.9")
     self.assertEqual([p.status for p in res.patches],
                      ["conflict", "clean", "redundant", "offset"])
+
+
+class SupersededTest(RebaseTestCase):
+  """A patch whose `Superseded-In` release upstream reached is left out."""
+
+  def setUp(self):
+    super().setUp()
+    self.patches = self.make_series([
+        ("a: change line 10", {
+            "pkg/a.py": _replace_line(BASE["pkg/a.py"], "a line 10",
+                                      "a line 10 (fork)")}),
+        ("b: change line 20", {
+            "pkg/b.py": _replace_line(BASE["pkg/b.py"], "b line 20",
+                                      "b line 20 (fork)")}),
+    ], superseded={"a: change line 10": "jax 9.9.0"})
+    self.names = P.read_series(self.patches)
+    # Upstream's own version of the first patch's change: a conflict for a
+    # patch that is not marked superseded.
+    self.rel = self.release("rel", {
+        "pkg/a.py": _replace_line(BASE["pkg/a.py"], "a line 10",
+                                  "a line 10 (upstream)")})
+
+  def test_left_out_at_and_after_the_release_named(self):
+    for version in ("9.9.0", "9.9.1", "10.0"):
+      res = R.rebase_onto(self.base, self.rel, self.patches,
+                          self.tmp / f"rebased-{version}", version=version)
+      self.assertEqual([p.status for p in res.patches],
+                       ["superseded", "clean"], version)
+      first = res.patches[0]
+      self.assertEqual(first.superseded_in, "9.9.0")
+      self.assertIsNone(first.commit)
+      self.assertEqual(first.cell(), "superseded (jax 9.9.0)")
+      self.assertEqual(res.counts()["superseded"], 1)
+      self.assertEqual(res.counts()["conflict"], 0)
+      # Only the other patch is on the rebased branch, so `export` drops
+      # the superseded one from the series.
+      log = T.git(res.repo, "log", "--format=%N", f"{T.UPSTREAM_TAG}..HEAD"
+                  ).decode().split()
+      self.assertEqual(log, [self.names[1]])
+      self.assertIn("a line 10 (upstream)\n",
+                    (res.repo / "pkg/a.py").read_text())
+      out = self.tmp / f"exported-{version}"
+      self.assertEqual(T.export(res.repo, out), [self.names[1]])
+      data = json.loads((res.repo / ".git" / R.REPORT_NAME).read_text())
+      self.assertEqual(data["patches"][0]["status"], "superseded")
+      self.assertEqual(data["patches"][0]["superseded_in"], "9.9.0")
+
+  def test_applied_as_usual_before_the_release_named(self):
+    for version in ("9.8.7", "9.9.0rc1"):
+      res = R.rebase_onto(self.base, self.rel, self.patches,
+                          self.tmp / f"rebased-{version}", version=version)
+      self.assertEqual([p.status for p in res.patches],
+                       ["conflict", "clean"], version)
+
+  def test_report_counts_superseded_apart_from_conflicts(self):
+    results = [R.rebase_onto(self.base, self.rel, self.patches,
+                             self.tmp / f"rebased-{v}", version=v)
+               for v in ("9.8.0", "9.9.0")]
+    table = R.markdown_table(results).splitlines()
+    self.assertEqual(table[0], "| patch | jax 9.8.0 | jax 9.9.0 |")
+    self.assertEqual(table[2], f"| `{self.names[0]}` | **conflict**: "
+                     "`pkg/a.py` (hunk 1) | superseded (jax 9.9.0) |")
+    self.assertEqual(table[3], f"| `{self.names[1]}` | clean | clean |")
+    self.assertEqual(table[-1], "| **total** | 1 clean, 1 conflict | "
+                     "1 superseded, 1 clean |")
+    self.assertEqual(R.summary_table(results).splitlines(), [
+        "| release | superseded | apply | conflict | patches that conflict |",
+        "| --- | --- | --- | --- | --- |",
+        f"| jax 9.8.0 | 0 | 1 | 1 | `{self.names[0][:-len('.patch')]}` |",
+        "| jax 9.9.0 | 1 | 1 | 0 | none |",
+    ])
+
+  def test_malformed_field_fails_up_front(self):
+    p = self.patches / self.names[0]
+    p.write_text(p.read_text().replace("Superseded-In: jax 9.9.0",
+                                       "Superseded-In: 9.9"))
+    with self.assertRaisesRegex(P.PatchError, f"{self.names[0]}: "
+                                "Superseded-In must be 'jax X.Y.Z'"):
+      R.rebase_onto(self.base, self.rel, self.patches, self.tmp / "out",
+                    version="9.9.9")
+    self.assertFalse((self.tmp / "out").exists())
+
+  def test_cli_rebase_and_report(self):
+    sdists = self.tmp / "sdists"
+    sdists.mkdir()
+    for name, tree in (("jax-1.0.0", self.base), ("jax-9.8.0", self.rel),
+                       ("jax-9.9.0", self.rel)):
+      with tarfile.open(sdists / f"{name}.tar.gz", "w:gz") as tf:
+        tf.add(tree, arcname=name)
+    common = ["--patches", str(self.patches), "--from", "1.0.0",
+              "--sdist", str(sdists / "jax-1.0.0.tar.gz")]
+    r = subprocess.run([sys.executable, str(FORK_PY), "rebase", *common,
+                        "--onto", "9.9.0", "--release-sdist",
+                        str(sdists / "jax-9.9.0.tar.gz"),
+                        "--dir", str(self.tmp / "cli-rebase")],
+                       capture_output=True, text=True)
+    self.assertEqual(r.returncode, 0, r.stderr)
+    self.assertIn("1 superseded, 1 clean", r.stdout)
+    self.assertIn(f"{self.names[0]}: left out, superseded since jax 9.9.0",
+                  r.stdout)
+    r = subprocess.run([sys.executable, str(FORK_PY), "rebase-report",
+                        *common, "--onto", "9.8.0", "9.9.0",
+                        "--release-sdist-dir", str(sdists)],
+                       capture_output=True, text=True)
+    self.assertEqual(r.returncode, 0, r.stderr)
+    self.assertIn("| **total** | 1 clean, 1 conflict | 1 superseded, 1 clean "
+                  "|\n\n| release | superseded | apply | conflict |",
+                  r.stdout)
+    self.assertIn("| jax 9.9.0 | 1 | 1 | 0 | none |", r.stdout)
 
 
 class FetchTest(absltest.TestCase):
@@ -335,7 +459,7 @@ class FetchTest(absltest.TestCase):
 
     with tempfile.TemporaryDirectory() as cache, \
         mock.patch.dict(os.environ, leaked), \
-        mock.patch.object(R.subprocess, "run", fake_run):
+        mock.patch.object(U.subprocess, "run", fake_run):
       got = R.fetch_release_sdist("0.4.99", cache=Path(cache))
       self.assertEqual(got, Path(cache) / "jax-0.4.99.tar.gz")
       self.assertEqual(got.read_bytes(), b"sdist")
@@ -354,12 +478,12 @@ class FetchTest(absltest.TestCase):
       return subprocess.CompletedProcess(cmd, 1, "", "No matching "
                                          "distribution found for jax==0.0.1")
     with tempfile.TemporaryDirectory() as cache, \
-        mock.patch.object(R.subprocess, "run", fake_run):
+        mock.patch.object(U.subprocess, "run", fake_run):
       with self.assertRaisesRegex(R.RebaseError, "No matching distribution"):
         R.fetch_release_sdist("0.0.1", cache=Path(cache))
 
   def test_bad_version_is_refused_before_pip(self):
-    with mock.patch.object(R.subprocess, "run") as run:
+    with mock.patch.object(U.subprocess, "run") as run:
       with self.assertRaisesRegex(R.RebaseError, "not a release version"):
         R.fetch_release_sdist("0.4.30; rm -rf /")
       run.assert_not_called()

@@ -14,6 +14,8 @@
 """Smoke test of the installed fork: it is the fork, and jit/grad/vmap work."""
 from __future__ import annotations
 
+import re
+
 from absl.testing import absltest
 import numpy as np
 
@@ -25,10 +27,25 @@ from jax._src import test_util as jtu
 class SmokeTest(jtu.JaxTestCase):
 
   def test_version_is_the_fork(self):
-    self.assertRegex(jax.__version__, r"^0\.4\.26\+fork\.\d+$")
+    self.assertRegex(jax.__version__, r"^0\.4\.26\+fork\d+$")
     self.assertEqual(jax.__version_info__, (0, 4, 26))
     import jaxlib.version
     self.assertEqual(jaxlib.version.__version__, "0.4.26")
+
+  def test_version_scheme(self):
+    # Upstream 0.4.26's tests/version_test.py pattern accepts it ...
+    upstream_pattern = re.compile(
+        r"^[0-9]+\.[0-9]+\.[0-9]+(?:\.dev[0-9]+)?(?:\+[a-zA-Z0-9_]+)?$")
+    self.assertRegex(jax.__version__, upstream_pattern)
+    # ... and PEP 440 orders it after upstream's release and the fork's
+    # earlier `+fork.N` labels, whatever N.
+    from packaging.version import Version
+    v = Version(jax.__version__)
+    self.assertEqual(str(v), jax.__version__)    # already normalized
+    self.assertEqual(v.public, "0.4.26")
+    for older in ("0.4.26", "0.4.26+fork.1", "0.4.26+fork.3", "0.4.26+fork.99"):
+      self.assertGreater(v, Version(older))
+    self.assertLess(v, Version("0.4.27"))
 
   def test_jit_matches_numpy(self):
     rng = np.random.RandomState(0)

@@ -68,35 +68,11 @@ class TreeReport:
   patches: list[str]           # applied, one commit each
 
 
-def _git_dir(repo: Path) -> Path:
-  repo = repo.resolve()
-  dot_git = repo / ".git"
-  if dot_git.is_dir():
-    return dot_git
-  if dot_git.is_file():   # a linked worktree or submodule: ask git
-    proc = subprocess.run(["git", "-C", str(repo), "rev-parse",
-                           "--absolute-git-dir"], capture_output=True,
-                          env=T.git_env())
-    if proc.returncode == 0:
-      return Path(proc.stdout.decode().strip())
-  return repo
-
-
-def _repo_git(repo: Path, *args: str, check: bool = True,
-              input: bytes | None = None) -> subprocess.CompletedProcess:
-  proc = subprocess.run(["git", f"--git-dir={_git_dir(repo)}", *args],
-                        input=input, capture_output=True, env=T.git_env())
-  if check and proc.returncode != 0:
-    raise T.TreeError(f"git {' '.join(args[:3])} in {repo} failed: "
-                      f"{proc.stderr.decode(errors='replace').strip()}")
-  return proc
-
-
 def resolve_tag(repo: Path, tag: str) -> str:
   if not repo.exists():
     raise T.TreeError(f"--jax-repo {repo} does not exist")
-  proc = _repo_git(repo, "rev-parse", "--verify", "-q", f"{tag}^{{commit}}",
-                   check=False)
+  proc = T.git_run(repo, "rev-parse", "--verify", "-q", f"{tag}^{{commit}}",
+                   check=False, git_dir=True)
   if proc.returncode != 0:
     raise T.TreeError(f"{repo} has no tag {tag!r} (is it a clone of "
                       "jax-ml/jax with its tags?)")
@@ -105,7 +81,8 @@ def resolve_tag(repo: Path, tag: str) -> str:
 
 def list_blobs(repo: Path, commit: str) -> list[tuple[str, str, str]]:
   """Returns (mode, sha, path) of every blob in the commit's tree."""
-  out = _repo_git(repo, "ls-tree", "-r", "-z", "--full-tree", commit).stdout
+  out = T.git(repo, "ls-tree", "-r", "-z", "--full-tree", commit,
+              git_dir=True)
   entries = []
   for rec in out.split(b"\0"):
     if not rec:
@@ -123,7 +100,7 @@ def missing_blobs(repo: Path, entries: list[tuple[str, str, str]]
   if not entries:
     return []
   shas = "".join(sha + "\n" for _, sha, _ in entries).encode()
-  out = _repo_git(repo, "cat-file", "--batch-check", input=shas).stdout
+  out = T.git(repo, "cat-file", "--batch-check", input=shas, git_dir=True)
   lines = out.decode().splitlines()
   return sorted(path for (_, _, path), line in zip(entries, lines)
                 if line.endswith(" missing"))
@@ -149,11 +126,10 @@ def export_tag(repo: Path, commit: str, dest: Path) -> list[str]:
         f"build or the tests need, e.g. {needed[0]}; fetch the full history "
         "(`git fetch --refetch`) or use another clone")
   pathspec = ["."] + [f":(exclude,literal){p}" for p in missing]
-  archive = _repo_git(repo, "archive", "--format=tar", commit, "--",
-                      *pathspec)
+  archive = T.git(repo, "archive", "--format=tar", commit, "--", *pathspec,
+                  git_dir=True)
   dest.mkdir(parents=True)
-  subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout,
-                 check=True)
+  subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
   return missing
 
 
@@ -204,8 +180,8 @@ def build(dest: Path, jax_repo: Path, patches_dir: Path, tag: str = DEFAULT_TAG,
   pin = U.load_pin()
   jax_repo = Path(jax_repo)
   commit = resolve_tag(jax_repo, tag)
-  tag_date = _repo_git(jax_repo, "log", "-1", "--format=%cI", commit
-                       ).stdout.decode().strip()
+  tag_date = T.git(jax_repo, "log", "-1", "--format=%cI", commit,
+                   git_dir=True).decode().strip()
   src = U.get_sdist(pin, sdist)   # verified against fork.toml's sha256
   names = P.read_series(patches_dir)
   fork_changelog = fork_changelog or U.REPO_ROOT / "CHANGELOG.md"
@@ -235,7 +211,7 @@ def build(dest: Path, jax_repo: Path, patches_dir: Path, tag: str = DEFAULT_TAG,
     _commit(tree, "CHANGELOG.md: the fork's releases on top of upstream's",
             tag_date)
     T.git(tree, "tag", T.UPSTREAM_TAG)
-    T.commit_series(tree, patches_dir, names, tmp)
+    T.commit_series(tree, patches_dir, names)
     T.replace_dir(tree, dest)
   finally:
     shutil.rmtree(tmp, ignore_errors=True)

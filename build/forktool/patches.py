@@ -21,11 +21,18 @@ Files are applied in memory, so a failure never leaves a half-patched tree.
 from __future__ import annotations
 
 import dataclasses
+import email.header
+import email.utils
 import os
 import re
 from pathlib import Path
 
 REQUIRED_FIELDS = ("Origin", "Forwarded", "Last-Update")
+# `Superseded-In: jax X.Y.Z`: the first upstream release that has upstream's
+# own version of the patch's change; `rebase` leaves the patch out on it and
+# on every later release.
+SUPERSEDED_FIELD = "Superseded-In"
+_SUPERSEDED_RE = re.compile(r"^jax ([0-9]+\.[0-9]+\.[0-9]+)$")
 PATCH_NAME_RE = re.compile(r"^(\d{4})-[a-z0-9]+(?:-[a-z0-9]+)*\.patch$")
 _HUNK_RE = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
@@ -74,6 +81,30 @@ class Patch:
         out[m.group(1)] = m.group(2).strip()
     return out
 
+  def superseded_in(self) -> str | None:
+    """The release version of the `Superseded-In` field, or None."""
+    value = self.fields().get(SUPERSEDED_FIELD)
+    if value is None:
+      return None
+    m = _SUPERSEDED_RE.match(value)
+    if not m:
+      raise PatchError(f"{self.name}: {SUPERSEDED_FIELD} must be 'jax X.Y.Z' "
+                       "(the first release with upstream's own version of "
+                       f"the change), not {value!r}")
+    return m.group(1)
+
+  @property
+  def author(self) -> tuple[str, str]:
+    """(name, email) of the `From` header."""
+    return email.utils.parseaddr(self.headers["From"])
+
+  def commit_message(self) -> bytes:
+    """The commit message `git am` makes of the envelope."""
+    message = self.subject + "\n"
+    if self.message.strip():
+      message += "\n" + self.message + "\n"
+    return message.encode("utf-8")
+
   def touched_paths(self) -> set[str]:
     return {p for f in self.files for p in (f.old_path, f.new_path) if p}
 
@@ -111,6 +142,9 @@ def parse_patch(data: bytes, name: str) -> Patch:
   for key in ("From", "Date", "Subject"):
     if key not in headers:
       raise PatchError(f"{name}: missing mail header {key!r}")
+  # Non-ASCII names and subjects are RFC 2047 encoded words.
+  headers = {k: str(email.header.make_header(email.header.decode_header(v)))
+             for k, v in headers.items()}
   i += 1
   body: list[str] = []
   while i < len(lines) and lines[i] != b"---":
@@ -344,6 +378,10 @@ def check_series(patches_dir: Path) -> list[str]:
     if "Last-Update" in fields and not re.match(r"^\d{4}-\d{2}-\d{2}$",
                                                 fields["Last-Update"]):
       problems.append(f"{n}: Last-Update must be YYYY-MM-DD")
+    try:
+      patch.superseded_in()
+    except PatchError as e:
+      problems.append(str(e))
     if not patch.message.strip():
       problems.append(f"{n}: the patch message says nothing about what "
                       "changes and why")

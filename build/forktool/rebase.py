@@ -25,6 +25,9 @@
 
 Each patch ends with one status:
 
+  superseded its `Superseded-In: jax X.Y.Z` field names this release or an
+             earlier one: upstream has its own version of the change, so the
+             patch is left out (no commit; `export` drops it)
   clean      `git apply` takes it as it is, every hunk at its stated line
   offset     `git apply` takes it, some hunks at other lines (listed)
   merged     the context changed; git's 3-way merge against the patch's
@@ -52,7 +55,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -61,12 +63,13 @@ from . import patches as P
 from . import tree as T
 from . import upstream as U
 
-STATUSES = ("clean", "offset", "merged", "conflict", "redundant", "failed")
+STATUSES = ("superseded", "clean", "offset", "merged", "conflict",
+            "redundant", "failed")
 BASE_TAG = "base"
 SERIES_BRANCH = "series-base"
 REBASED_BRANCH = "rebased"
 REPORT_NAME = "rebase-report.json"   # kept in the repository's .git folder
-_VERSION_RE = re.compile(r"^[0-9]+(?:\.[0-9]+)*(?:(?:a|b|rc)[0-9]+)?"
+_VERSION_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)*)((?:a|b|rc)[0-9]+)?"
                          r"(?:\.post[0-9]+)?$")
 _OFFSET_RE = re.compile(r"^Hunk #(\d+) succeeded at (\d+) \(offset (-?\d+) "
                         r"lines?\)\.$")
@@ -87,6 +90,7 @@ class PatchResult:
   detail: str = ""
   commit: str | None = None
   added_by_both: list[str] = dataclasses.field(default_factory=list)
+  superseded_in: str | None = None   # the patch's Superseded-In release
 
   def cell(self) -> str:
     """The result as one Markdown table cell."""
@@ -105,6 +109,8 @@ class PatchResult:
       return f"offset ({n} hunk{'s' if n != 1 else ''})"
     if self.status == "failed":
       return f"**failed**: {self.detail}"
+    if self.status == "superseded":
+      return f"superseded (jax {self.superseded_in})"
     return self.status
 
 
@@ -133,6 +139,22 @@ def _check_version(version: str) -> None:
     raise RebaseError(f"{version!r} is not a release version (e.g. 0.4.30)")
 
 
+def _release_key(version: str) -> tuple[tuple[int, ...], bool]:
+  """Orders release versions: by number, a pre-release before its release."""
+  _check_version(version)
+  m = _VERSION_RE.match(version)
+  parts = [int(x) for x in m.group(1).split(".")]
+  while len(parts) > 1 and parts[-1] == 0:   # 0.5 == 0.5.0
+    parts.pop()
+  return tuple(parts), m.group(2) is None
+
+
+def superseded_on(since: str | None, version: str) -> bool:
+  """Whether a patch whose `Superseded-In` names `since` is superseded on
+  release `version` (that release or a later one)."""
+  return since is not None and _release_key(version) >= _release_key(since)
+
+
 def fetch_release_sdist(version: str, name: str = "jax",
                         cache: Path | None = None) -> Path:
   """Returns the cached sdist of `name==version`, downloading it with pip."""
@@ -154,72 +176,6 @@ def fetch_release_sdist(version: str, name: str = "jax",
           "local copy with --release-sdist") from None
     os.replace(got, target)
   return target
-
-
-def extract_sdist(sdist: Path, dest: Path) -> Path:
-  """Extracts an sdist's single top folder into `dest` (must not exist)."""
-  m = re.match(r"^(.+)-([^-]+)\.tar\.gz$", sdist.name)
-  if not m:
-    raise RebaseError(f"{sdist.name}: not named NAME-VERSION.tar.gz")
-  pin = U.Pin(name=m.group(1), version=m.group(2), sha256="",
-              jaxlib_version="", summary="")
-  return U.extract(sdist, pin, dest)
-
-
-# --- git ---------------------------------------------------------------------
-
-def _run_git(repo: Path, *args: str, env: dict[str, str] | None = None,
-             input: bytes | None = None) -> subprocess.CompletedProcess:
-  """Runs git and returns the process, whatever its exit status."""
-  return subprocess.run(["git", "-C", str(repo), *args], input=input,
-                        capture_output=True, env=env or T.git_env())
-
-
-def _init_repo(repo: Path) -> None:
-  repo.mkdir(parents=True)
-  T.git(repo, "init", "-q", "-b", REBASED_BRANCH)
-  for key, value in [("core.autocrlf", "false"), ("core.filemode", "true"),
-                     ("notes.rewriteRef", "refs/notes/commits"),
-                     ("notes.rewrite.amend", "true"),
-                     ("notes.rewrite.rebase", "true"),
-                     ("user.name", T._IDENT[0]), ("user.email", T._IDENT[1]),
-                     ("diff.renames", "false"), ("merge.conflictStyle", "diff3"),
-                     ("rerere.enabled", "false"), ("gc.auto", "0")]:
-    T.git(repo, "config", key, value)
-
-
-def _commit_dir(repo: Path, src: Path, message: str,
-                parent: str | None) -> str:
-  """Commits the contents of folder `src` (all files, ignore rules aside)."""
-  with tempfile.TemporaryDirectory() as tmp:
-    env = T.git_env({"GIT_INDEX_FILE": str(Path(tmp) / "index"),
-                     "GIT_AUTHOR_DATE": T._UPSTREAM_DATE,
-                     "GIT_COMMITTER_DATE": T._UPSTREAM_DATE})
-    T.git(repo, f"--work-tree={src}", "add", "-A", "-f", ".", env=env)
-    tree = T.git(repo, "write-tree", env=env).decode().strip()
-    args = ["commit-tree", tree, "-m", message]
-    if parent:
-      args += ["-p", parent]
-    return T.git(repo, *args, env=env).decode().strip()
-
-
-def _commit_patch(repo: Path, patch_path: Path, work: Path,
-                  allow_empty: bool = False) -> str:
-  """Commits the index with the patch's author, date and message; notes it."""
-  info, msg = T._mailinfo(patch_path, work)
-  message = info.get("Subject", "").encode() + b"\n"
-  if msg.strip():
-    message += b"\n" + msg
-  env = T.git_env({"GIT_AUTHOR_NAME": info.get("Author", T._IDENT[0]),
-                   "GIT_AUTHOR_EMAIL": info.get("Email", T._IDENT[1]),
-                   "GIT_AUTHOR_DATE": info.get("Date", T._UPSTREAM_DATE),
-                   "GIT_COMMITTER_DATE": info.get("Date", T._UPSTREAM_DATE)})
-  args = ["commit", "-q", "--no-verify", "--cleanup=verbatim", "-F", "-"]
-  if allow_empty:
-    args.append("--allow-empty")
-  T.git(repo, *args, env=env, input=message)
-  T.git(repo, "notes", "add", "-f", "-m", patch_path.name, "HEAD")
-  return T.git(repo, "rev-parse", "HEAD").decode().strip()
 
 
 # --- classification ----------------------------------------------------------
@@ -271,28 +227,31 @@ def _conflict_blocks(content: bytes) -> int:
   return sum(1 for line in content.splitlines() if line.startswith(b"<<<<<<< "))
 
 
-def apply_one(repo: Path, patch_path: Path, work: Path) -> PatchResult:
+def apply_one(repo: Path, patch_path: Path) -> PatchResult:
   """Applies one patch onto the checked-out branch; never raises on content."""
   name = patch_path.name
   patch = P.read_patch(patch_path)
   res = PatchResult(name=name, status="clean")
   # Already upstream?  The reverse applies to the release as it is.
-  rev = _run_git(repo, "apply", "--check", "--reverse", str(patch_path))
+  rev = T.git_run(repo, "apply", "--check", "--reverse", str(patch_path),
+                  check=False)
   if rev.returncode == 0:
     res.status = "redundant"
     res.detail = "applies in reverse"
     return res
-  fwd = _run_git(repo, "apply", "--check", "-v", str(patch_path))
+  fwd = T.git_run(repo, "apply", "--check", "-v", str(patch_path),
+                  check=False)
   if fwd.returncode == 0:
     res.offsets = _parse_offsets(fwd.stderr.decode(errors="replace"))
     res.status = "offset" if res.offsets else "clean"
     T.git(repo, "apply", "--index", str(patch_path))
     res.files = sorted(patch.touched_paths())
-    res.commit = _commit_patch(repo, patch_path, work)
+    res.commit = T.commit_patch(repo, patch)
     return res
   # The context changed: merge against the patch's preimage blobs.
   before = {p: _blob(repo, p) for p in patch.touched_paths()}
-  three = _run_git(repo, "apply", "--3way", "--index", str(patch_path))
+  three = T.git_run(repo, "apply", "--3way", "--index", str(patch_path),
+                    check=False)
   out = (three.stdout + three.stderr).decode(errors="replace")
   unmerged = sorted({line.split("\t", 1)[1] for line in
                      T.git(repo, "ls-files", "-u").decode().splitlines()
@@ -330,15 +289,16 @@ def apply_one(repo: Path, patch_path: Path, work: Path) -> PatchResult:
     if stacked:
       res.detail += ("; already had an earlier patch's markers: " +
                      ", ".join(stacked))
-    res.commit = _commit_patch(repo, patch_path, work, allow_empty=True)
+    res.commit = T.commit_patch(repo, patch, allow_empty=True)
     return res
-  if _run_git(repo, "diff", "--cached", "--quiet").returncode == 0:
+  if T.git_run(repo, "diff", "--cached", "--quiet",
+               check=False).returncode == 0:
     res.status = "redundant"
     res.detail = "empty once merged"
     return res
   res.status = "merged"
   res.files = sorted(patch.touched_paths())
-  res.commit = _commit_patch(repo, patch_path, work)
+  res.commit = T.commit_patch(repo, patch)
   return res
 
 
@@ -358,39 +318,48 @@ def rebase_onto(base_src: Path, release_src: Path, patches_dir: Path,
 
   Both sources are folders or sdists.  `dest` must not exist; it becomes the
   rebase repository (see the module docstring).  Never stops at a patch.
+  A patch superseded on `version` (see `superseded_on`) is not applied.
   """
   dest = Path(dest).resolve()
   patches_dir = Path(patches_dir).resolve()   # git runs in `dest`
   if dest.exists():
     raise RebaseError(f"{dest} exists; remove it or choose another --dir")
   names = P.read_series(patches_dir) if names is None else names
-  for n in names:
-    P.read_patch(patches_dir / n)      # malformed patches fail up front
+  # Malformed patches (and Superseded-In fields) fail up front.
+  patches = {n: P.read_patch(patches_dir / n) for n in names}
+  since = {n: p.superseded_in() for n, p in patches.items()}
+  _check_version(version)
   work = Path(tempfile.mkdtemp(prefix="fork-rebase-"))
   try:
     base_dir = _as_dir(base_src, work / "base")
     rel_dir = _as_dir(release_src, work / "release")
-    _init_repo(dest)
-    base = _commit_dir(dest, base_dir,
-                       f"Upstream base {base_version}".rstrip(), None)
+    T.init_repo(dest, REBASED_BRANCH, {"merge.conflictStyle": "diff3",
+                                       "rerere.enabled": "false",
+                                       "gc.auto": "0"})
+    base = T.commit_dir(dest, base_dir,
+                        f"Upstream base {base_version}".rstrip())
     T.git(dest, "tag", BASE_TAG, base)
     # The series on its own base: strict, so its blobs are exactly those the
     # patches' index lines name.
     T.git(dest, "checkout", "-q", "-f", "-B", SERIES_BRANCH, base)
     for n in names:
-      proc = _run_git(dest, "apply", "--index", str(patches_dir / n))
+      proc = T.git_run(dest, "apply", "--index", str(patches_dir / n),
+                       check=False)
       if proc.returncode != 0:
         raise RebaseError(f"{n} does not apply to its own base: "
                           f"{proc.stderr.decode(errors='replace').strip()}")
-      _commit_patch(dest, patches_dir / n, work)
+      T.commit_patch(dest, patches[n])
     sha = f" (sdist sha256 {release_sha256})" if release_sha256 else ""
-    release = _commit_dir(dest, rel_dir, f"Upstream {version}{sha}", base)
+    release = T.commit_dir(dest, rel_dir, f"Upstream {version}{sha}", base)
     T.git(dest, "tag", T.UPSTREAM_TAG, release)
     T.git(dest, "checkout", "-q", "-f", "-B", REBASED_BRANCH, release)
     T.git(dest, "clean", "-q", "-fdx")
     results = []
     for n in names:
-      r = apply_one(dest, patches_dir / n, work)
+      if superseded_on(since[n], version):
+        r = PatchResult(name=n, status="superseded", superseded_in=since[n])
+      else:
+        r = apply_one(dest, patches_dir / n)
       if log:
         log(f"{n}: {r.cell()}")
       results.append(r)
@@ -411,7 +380,7 @@ def _as_dir(src: Path, scratch: Path) -> Path:
   if src.is_dir():
     return src
   if src.is_file():
-    return extract_sdist(src, scratch)
+    return U.extract(src, None, scratch)
   raise RebaseError(f"{src} is neither a folder nor an sdist")
 
 
@@ -436,6 +405,35 @@ def markdown_table(results: list[RebaseResult]) -> str:
     c = r.counts()
     summary.append(", ".join(f"{v} {k}" for k, v in c.items() if v))
   rows.append("| **total** | " + " | ".join(summary) + " |")
+  return "\n".join(rows) + "\n"
+
+
+# The summary's columns: a label and the statuses it counts.  "redundant"
+# and "failed" get a column only where some release has them.
+_SUMMARY = (("superseded", ("superseded",)),
+            ("apply", ("clean", "offset", "merged")),
+            ("conflict", ("conflict",)),
+            ("redundant", ("redundant",)),
+            ("failed", ("failed",)))
+
+
+def summary_table(results: list[RebaseResult]) -> str:
+  """One row per release: how many patches are superseded there, apply
+  (clean, offset or merged) or conflict, and which of the rest (the
+  patches carrying what upstream lacks) conflict or fail there."""
+  counts = [r.counts() for r in results]
+  cols = [(label, sts) for label, sts in _SUMMARY
+          if label not in ("redundant", "failed")
+          or any(c[label] for c in counts)]
+  rows = ["| release | " + " | ".join(label for label, _ in cols) +
+          " | patches that conflict |",
+          "| --- |" + " --- |" * (len(cols) + 1)]
+  for r, c in zip(results, counts):
+    hard = [f"`{p.name[:-len('.patch')]}`" for p in r.patches
+            if p.status in ("conflict", "failed")]
+    rows.append(f"| jax {r.version} | " +
+                " | ".join(str(sum(c[st] for st in sts)) for _, sts in cols) +
+                f" | {', '.join(hard) or 'none'} |")
   return "\n".join(rows) + "\n"
 
 
@@ -488,6 +486,8 @@ def cmd_rebase(args) -> int:
   for p in result.patches:
     if p.status == "conflict":
       print(f"  {p.name}: {p.detail} (commit {p.commit[:12]})")
+    elif p.status == "superseded":
+      print(f"  {p.name}: left out, superseded since jax {p.superseded_in}")
   if c["conflict"]:
     print("resolve each conflict commit in order (git rebase -i upstream, "
           "'edit'), then: python build/fork.py export --dir "
@@ -517,7 +517,7 @@ def cmd_rebase_report(args) -> int:
   except (RebaseError, U.UpstreamError, P.PatchError, T.TreeError) as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
-  sys.stdout.write(markdown_table(results))
+  sys.stdout.write(markdown_table(results) + "\n" + summary_table(results))
   if args.json:
     Path(args.json).write_text(json.dumps([r.to_json() for r in results],
                                           indent=1) + "\n")
@@ -553,8 +553,9 @@ def add_commands(sub, default_patches: Path) -> None:
                  help="replace an existing --dir")
   p.set_defaults(fn=cmd_rebase)
 
-  p = sub.add_parser("rebase-report", help="Markdown table: each patch's "
-                     "status on each of several releases")
+  p = sub.add_parser("rebase-report", help="Markdown tables: each patch's "
+                     "status on each of several releases, then per release "
+                     "how many are superseded, apply or conflict")
   common(p)
   p.add_argument("--onto", required=True, nargs="+", metavar="VERSION")
   p.add_argument("--release-sdist-dir", default=None, metavar="DIR",

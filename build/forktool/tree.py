@@ -52,50 +52,105 @@ def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
   return env
 
 
-def git(repo: Path, *args: str, env: dict[str, str] | None = None,
-        input: bytes | None = None) -> bytes:
-  proc = subprocess.run(["git", "-C", str(repo), *args], input=input,
+def git_run(repo: Path, *args: str, env: dict[str, str] | None = None,
+            input: bytes | None = None, check: bool = True,
+            git_dir: bool = False) -> subprocess.CompletedProcess:
+  """Runs git on `repo` with `git_env()` (or `env`); the one way forktool
+  runs git.
+
+  With `check`, a failure raises TreeError with git's message; without it
+  the caller reads the returned process's exit status.  `git_dir=True` is
+  for a clone the tooling did not make (bare, a work tree, or a linked
+  worktree): git is given its git directory (`find_git_dir`) rather than
+  searching upwards from `repo`, so a folder that is not a clone is never
+  taken for an enclosing repository.
+  """
+  where = ([f"--git-dir={find_git_dir(repo)}"] if git_dir
+           else ["-C", str(repo)])
+  proc = subprocess.run(["git", *where, *args], input=input,
                         capture_output=True, env=env or git_env())
-  if proc.returncode != 0:
-    raise TreeError(f"git {' '.join(args)} failed: "
+  if check and proc.returncode != 0:
+    raise TreeError(f"git {' '.join(args)} in {repo} failed: "
                     f"{proc.stderr.decode(errors='replace').strip()}")
-  return proc.stdout
+  return proc
 
 
-def _mailinfo(patch_path: Path, work: Path) -> tuple[dict[str, str], bytes]:
-  """Parses a patch's envelope exactly as `git am` does."""
-  msg = work / "msg"
-  patch_out = work / "patch"
-  with open(patch_path, "rb") as f:
-    proc = subprocess.run(["git", "mailinfo", str(msg), str(patch_out)],
-                          stdin=f, capture_output=True, env=git_env())
-  if proc.returncode != 0:
-    raise TreeError(f"{patch_path.name}: git mailinfo failed: "
-                    f"{proc.stderr.decode(errors='replace')}")
-  info = {}
-  for line in proc.stdout.decode("utf-8").splitlines():
-    key, _, value = line.partition(": ")
-    info[key] = value
-  return info, msg.read_bytes()
+def git(repo: Path, *args: str, env: dict[str, str] | None = None,
+        input: bytes | None = None, git_dir: bool = False) -> bytes:
+  """`git_run`'s standard output; a failure raises TreeError."""
+  return git_run(repo, *args, env=env, input=input, git_dir=git_dir).stdout
+
+
+def find_git_dir(repo: Path) -> Path:
+  """The git directory of the clone `repo`: its `.git` folder, the folder
+  the `.git` file of a linked worktree or submodule names, or `repo` itself
+  (a bare repository)."""
+  repo = repo.resolve()
+  dot_git = repo / ".git"
+  if dot_git.is_dir():
+    return dot_git
+  if dot_git.is_file():
+    text = dot_git.read_text(encoding="utf-8").strip()
+    if not text.startswith("gitdir: "):
+      raise TreeError(f"{dot_git} does not name a git directory")
+    return (repo / text[len("gitdir: "):]).resolve()
+  return repo
 
 
 _UNMATERIALIZED_KEY = "forktool.unmaterialized"
+_CONFIG = {"core.autocrlf": "false", "core.filemode": "true",
+           "notes.rewriteRef": "refs/notes/commits",
+           "notes.rewrite.amend": "true", "notes.rewrite.rebase": "true",
+           "user.name": _IDENT[0], "user.email": _IDENT[1],
+           "diff.renames": "false"}
 
 
-def init_repo(tree: Path) -> None:
-  """`git init` with the fixed, private configuration the tooling relies on."""
-  git(tree, "init", "-q", "-b", "main")
-  for key, value in [("core.autocrlf", "false"), ("core.filemode", "true"),
-                     ("notes.rewriteRef", "refs/notes/commits"),
-                     ("notes.rewrite.amend", "true"),
-                     ("notes.rewrite.rebase", "true"),
-                     ("user.name", _IDENT[0]), ("user.email", _IDENT[1]),
-                     ("diff.renames", "false")]:
-    git(tree, "config", key, value)
+def init_repo(repo: Path, branch: str = "main",
+              config: dict[str, str] | None = None) -> None:
+  """`git init` (creating `repo` if needed) on `branch`, with the fixed,
+  private configuration the tooling relies on, plus `config`."""
+  repo.mkdir(parents=True, exist_ok=True)
+  git(repo, "init", "-q", "-b", branch)
+  for key, value in {**_CONFIG, **(config or {})}.items():
+    git(repo, "config", key, value)
 
 
-def commit_series(tree: Path, patches_dir: Path, names: list[str],
-                  work: Path) -> None:
+def commit_dir(repo: Path, src: Path, message: str,
+               parent: str | None = None) -> str:
+  """Commits the files of folder `src` (ignore rules aside) into `repo`
+  with its own index, dated as the upstream commit; returns the commit id.
+  No branch moves."""
+  with tempfile.TemporaryDirectory() as tmp:
+    env = git_env({"GIT_INDEX_FILE": str(Path(tmp) / "index"),
+                   "GIT_AUTHOR_DATE": _UPSTREAM_DATE,
+                   "GIT_COMMITTER_DATE": _UPSTREAM_DATE})
+    git(repo, f"--work-tree={src}", "add", "-A", "-f", ".", env=env)
+    tree = git(repo, "write-tree", env=env).decode().strip()
+    args = ["commit-tree", tree, "-m", message]
+    if parent:
+      args += ["-p", parent]
+    return git(repo, *args, env=env).decode().strip()
+
+
+def commit_patch(repo: Path, patch: P.Patch, *,
+                 allow_empty: bool = False) -> str:
+  """Commits the index with the patch's author, date and message, notes
+  the commit with the patch's file name (what `export` writes back) and
+  returns the commit id."""
+  name, email = patch.author
+  date = patch.headers["Date"]
+  env = git_env({"GIT_AUTHOR_NAME": name or _IDENT[0],
+                 "GIT_AUTHOR_EMAIL": email or _IDENT[1],
+                 "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date})
+  args = ["commit", "-q", "--no-verify", "--cleanup=verbatim", "-F", "-"]
+  if allow_empty:
+    args.append("--allow-empty")
+  git(repo, *args, env=env, input=patch.commit_message())
+  git(repo, "notes", "add", "-f", "-m", patch.name, "HEAD")
+  return git(repo, "rev-parse", "HEAD").decode().strip()
+
+
+def commit_series(tree: Path, patches_dir: Path, names: list[str]) -> None:
   """Applies `names` strictly on top of HEAD, one commit (+ note) per patch."""
   files = P.FileSource(tree)
   for n in names:
@@ -103,18 +158,8 @@ def commit_series(tree: Path, patches_dir: Path, names: list[str],
     changes = P.apply_patch(patch, files)   # raises before touching disk
     files.update(changes)
     files.flush()
-    info, msg = _mailinfo(patches_dir / n, work)
-    message = info.get("Subject", "").encode() + b"\n"
-    if msg.strip():
-      message += b"\n" + msg
-    env = git_env({"GIT_AUTHOR_NAME": info.get("Author", _IDENT[0]),
-                   "GIT_AUTHOR_EMAIL": info.get("Email", _IDENT[1]),
-                   "GIT_AUTHOR_DATE": info.get("Date", _UPSTREAM_DATE),
-                   "GIT_COMMITTER_DATE": info.get("Date", _UPSTREAM_DATE)})
     git(tree, "add", "-A")
-    git(tree, "commit", "-q", "--allow-empty", "--cleanup=verbatim",
-        "-F", "-", env=env, input=message)
-    git(tree, "notes", "add", "-m", n, "HEAD")
+    commit_patch(tree, patch, allow_empty=True)
 
 
 def replace_dir(new: Path, dest: Path) -> None:
@@ -130,16 +175,14 @@ def replace_dir(new: Path, dest: Path) -> None:
 
 def unmaterialized(tree: Path) -> list[str]:
   """The series entries `materialize --upto` left out of this tree, in order."""
-  proc = subprocess.run(["git", "-C", str(tree), "config", "--get-all",
-                         _UNMATERIALIZED_KEY], capture_output=True,
-                        env=git_env())
+  proc = git_run(tree, "config", "--get-all", _UNMATERIALIZED_KEY,
+                 check=False)   # exit status 1: none
   return proc.stdout.decode().split()
 
 
 def kept_patches(tree: Path, series: list[str]) -> list[str]:
   """Of an exported `series`, the entries the tree did not materialize."""
-  commits = git(tree, "rev-list", "--count", f"{UPSTREAM_TAG}..HEAD")
-  return series[int(commits):]
+  return series[applied_patches(tree):]
 
 
 def applied_patches(tree: Path) -> int:
@@ -180,7 +223,7 @@ def materialize(dest: Path, patches_dir: Path, sdist: str | None = None,
         f"Upstream {pin.name} {pin.version} (sdist sha256 {pin.sha256})",
         env=date_env)
     git(tree, "tag", UPSTREAM_TAG)
-    commit_series(tree, patches_dir, names, tmp)
+    commit_series(tree, patches_dir, names)
     replace_dir(tree, dest)
   finally:
     shutil.rmtree(tmp, ignore_errors=True)

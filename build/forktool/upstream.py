@@ -23,8 +23,12 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import tomllib
 from pathlib import Path
+
+try:
+  import tomllib
+except ModuleNotFoundError:  # Python < 3.11: the same parser, from PyPI
+  import tomli as tomllib
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SDIST_ENV = "JAX_FORK_SDIST"
@@ -204,14 +208,25 @@ def read_pkg_info(sdist: Path, pin: Pin) -> str:
     return f.read().decode("utf-8")
 
 
-def extract(sdist: Path, pin: Pin, dest: Path) -> Path:
-  """Extracts the sdist's top folder's contents into `dest` (must not exist)."""
-  prefix = f"{pin.name}-{pin.version}/"
+def extract(sdist: Path, pin: Pin | None, dest: Path) -> Path:
+  """Extracts the sdist's top folder's contents into `dest` (must not exist).
+
+  The top folder is `pin`'s `NAME-VERSION`; with `pin=None` (a release that
+  is not the pin), the sdist's one top folder, whatever its name.
+  """
   dest.mkdir(parents=True)
   with tarfile.open(sdist, "r:gz") as tf:
+    if pin is None:
+      tops = {m.name.split("/", 1)[0] for m in tf.getmembers()}
+      if len(tops) != 1:
+        raise UpstreamError(f"{sdist} has {len(tops)} top folders, not one")
+      top = tops.pop()
+    else:
+      top = f"{pin.name}-{pin.version}"
+    prefix = top + "/"
     members = []
     for m in tf.getmembers():
-      if m.name == prefix.rstrip("/"):
+      if m.name == top:
         continue
       if not m.name.startswith(prefix) or ".." in Path(m.name).parts:
         raise UpstreamError(f"unexpected member {m.name!r} in {sdist}")

@@ -33,6 +33,12 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from . import tree as T
+
+# How --pallas-interpret (forktool/pallas_interpret.py) reports the tests of
+# features that interpret mode lacks.
+NOT_RUNNABLE = "not runnable on CPU"
+
 _SUMMARY_RE = re.compile(r"(\d+) (passed|failed|skipped|error|errors|xfailed|"
                          r"xpassed|deselected)")
 
@@ -86,8 +92,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                  help="pytest-xdist workers (0: none)")
   p.add_argument("--log-dir", default=tempfile.gettempdir(),
                  help="where the pytest logs go")
+  p.add_argument("--pallas-interpret", action="store_true",
+                 help="run Pallas TPU tests in interpret mode on CPU: "
+                      "force pallas_call(interpret=True), answer True to "
+                      "jtu.is_device_tpu_at_least, use rtol >= --pallas-rtol "
+                      "in numpy.testing.assert_allclose, and report tests of "
+                      "features that interpret mode lacks as skipped, 'not "
+                      "runnable on CPU', by name "
+                      "(forktool/pallas_interpret.py)")
+  p.add_argument("--pallas-rtol", type=float, default=1e-5,
+                 help="the least rtol with --pallas-interpret (default 1e-5: "
+                      "interpret mode sums in XLA CPU's order)")
   p.add_argument("tests", nargs="*",
-                 help="test file names, e.g. lax_test shard_map_test")
+                 help="test file names, e.g. lax_test shard_map_test "
+                      "pallas/pallas_test")
 
 
 def selected_tests(names: list[str], sets: list[str]) -> list[str]:
@@ -101,19 +119,14 @@ def selected_tests(names: list[str], sets: list[str]) -> list[str]:
 
 
 def extract_tests(repo: Path, tag: str, dest: Path) -> Path:
-  archive = subprocess.run(
-      ["git", f"--git-dir={_git_dir(repo)}", "archive", tag, "--", "tests"],
-      capture_output=True)
+  archive = T.git_run(repo, "archive", tag, "--", "tests", check=False,
+                      git_dir=True)
   if archive.returncode != 0:
     raise SystemExit(f"error: git archive {tag} tests in {repo} failed: "
                      f"{archive.stderr.decode(errors='replace').strip()}")
   subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout,
                  check=True)
   return dest / "tests"
-
-
-def _git_dir(repo: Path) -> Path:
-  return repo / ".git" if (repo / ".git").exists() else repo
 
 
 def parse_summary(text: str) -> dict[str, int]:
@@ -140,12 +153,34 @@ def failed_ids(junit_xml: Path) -> set[str]:
   for case in root.iter("testcase"):
     if case.find("failure") is None and case.find("error") is None:
       continue
-    parts = [x for x in case.get("classname", "").split(".") if x]
-    if parts and parts[0] == "tests":
-      parts = parts[1:]
-    if parts:   # module.Class -> module.py::Class (a collection error has none)
-      parts[0] += ".py"
-    out.add("::".join([*parts, case.get("name", "")]))
+    out.add(_case_id(case))
+  return out
+
+
+def _case_id(case: ET.Element) -> str:
+  # [tests.][dir.]module.Class -> [dir/]module.py::Class (a collection error
+  # has no class); upstream's test classes are CamelCase, its modules not.
+  parts = [x for x in case.get("classname", "").split(".") if x]
+  if parts and parts[0] == "tests":
+    parts = parts[1:]
+  n = next((i for i, x in enumerate(parts) if x[:1].isupper()), len(parts))
+  if n:
+    parts = ["/".join(parts[:n]) + ".py", *parts[n:]]
+  return "::".join([*parts, case.get("name", "")])
+
+
+def not_runnable(junit_xml: Path) -> list[str]:
+  """`id: reason` of the cases that --pallas-interpret skipped."""
+  try:
+    root = ET.parse(junit_xml).getroot()
+  except (OSError, ET.ParseError):
+    return []
+  out = []
+  for case in root.iter("testcase"):
+    skip = case.find("skipped")
+    message = "" if skip is None else skip.get("message", "")
+    if NOT_RUNNABLE in message:
+      out.append(f"{_case_id(case)}: {message}")
   return out
 
 
@@ -173,6 +208,8 @@ def run_file(python: str, path: Path, args, env: dict[str, str], cwd: str,
     cmd += ["-k", args.keyword]
   if args.workers:
     cmd += ["-n", str(args.workers)]
+  if args.pallas_interpret:
+    cmd += ["-p", "forktool.pallas_interpret"]
   proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd)
   out = proc.stdout + proc.stderr
   log.write_text(out)
@@ -191,6 +228,9 @@ def main(args) -> int:
                       ).strip()
   env["JAX_NUM_GENERATED_CASES"] = str(args.num_cases)
   env.pop("PYTHONPATH", None)
+  if args.pallas_interpret:
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    env["JAX_FORK_PALLAS_INTERPRET_RTOL"] = str(args.pallas_rtol)
   log_dir = Path(args.log_dir)
   log_dir.mkdir(parents=True, exist_ok=True)
   worst = 0
@@ -209,15 +249,19 @@ def main(args) -> int:
         continue
       t0 = time.time()
       suffix = "-fork" if args.compare else ""
-      log = log_dir / f"upstream-{name}{suffix}.log"
+      log_name = name.replace("/", "-")   # pallas/pallas_test
+      log = log_dir / f"upstream-{log_name}{suffix}.log"
       c, failed, rc = run_file(args.python, path, args, env, tmp, log)
+      skipped = not_runnable(log.with_suffix(".xml"))
       if not args.compare:
         print(f"{name}: {_fmt(c)} ({time.time() - t0:.0f} s; log {log})",
               flush=True)
+        for line in skipped:
+          print(f"  {line}")
         if rc not in (0, 5):
           worst = max(worst, 1)
         continue
-      ulog = log_dir / f"upstream-{name}-upstream.log"
+      ulog = log_dir / f"upstream-{log_name}-upstream.log"
       uc, ufailed, _ = run_file(args.compare, path, args, env, tmp, ulog)
       new = sorted(failed - ufailed)
       if rc not in (0, 5) and not failed:
@@ -229,6 +273,8 @@ def main(args) -> int:
             f"{log}, {ulog})", flush=True)
       for test_id in new:
         print(f"  new failure: {test_id}")
+      for line in skipped:
+        print(f"  {line}")
       if new:
         worst = max(worst, 1)
   if rows:

@@ -1,0 +1,345 @@
+# Copyright 2026 The JAX fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The refactored Pallas TPU pipeline emitter, in interpret mode on CPU
+(patch 0015-pallas-tpu-refactored-pipeline-emitter.patch).
+
+Data are small integers in float32, so every result is exact whatever the
+order of summation, and is compared with NumPy exactly."""
+from __future__ import annotations
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+from jax._src import test_util as jtu
+from jax.experimental import export
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+ANY = pltpu.TPUMemorySpace.ANY
+VMEM = pltpu.TPUMemorySpace.VMEM
+
+
+def ints(seed, *shape):
+  return np.random.RandomState(seed).randint(-3, 4, shape).astype(np.float32)
+
+
+def outer_call(kernel, out_shape, *args, space=ANY, scratch_shapes=(),
+               grid=(), input_output_aliases=None, interpret=True):
+  """pallas_call of `kernel`, every operand whole in `space`."""
+  spec = pl.BlockSpec(memory_space=space)
+  n_out = len(out_shape) if isinstance(out_shape, (list, tuple)) else 1
+  return pl.pallas_call(
+      kernel, out_shape=out_shape, interpret=interpret,
+      input_output_aliases=input_output_aliases or {},
+      grid_spec=pltpu.PrefetchScalarGridSpec(
+          num_scalar_prefetch=0, grid=grid, in_specs=[spec] * len(args),
+          out_specs=[spec] * n_out if n_out > 1 else spec,
+          scratch_shapes=scratch_shapes))(*args)
+
+
+class PipelineTest(jtu.JaxTestCase):
+
+  @parameterized.product(
+      case=[
+          # (x shape, block, grid, index map): out = 2 * x + 1, blockwise
+          ((64, 256), (16, 128), (4, 2), lambda i, j: (i, j)),
+          ((64, 256), (16, 128), (2, 4), lambda j, i: (i, j)),   # transposed
+          ((32, 128), (32, 128), (1, 1), lambda i, j: (i, j)),   # one step
+          ((8, 384), (None, 128), (8, 3), lambda i, j: (i, j)),  # squeezed
+          ((6, 16, 128), (2, 8, 128), (3, 2, 1), lambda i, j, k: (i, j, k)),
+      ],
+      # (the pipeline's spec, the operands'): a VMEM spec needs VMEM operands
+      spaces=[(None, ANY), (None, VMEM), (VMEM, VMEM)],
+  )
+  def test_elementwise(self, case, spaces):
+    shape, block, grid, index_map = case
+    spec_space, outer_space = spaces
+    x = ints(0, *shape)
+    spec = pl.BlockSpec(index_map, block, memory_space=spec_space)
+    def body(x_ref, o_ref):
+      o_ref[...] = 2 * x_ref[...] + 1
+    def kernel(x_ref, o_ref):
+      pltpu.emit_pipeline(body, grid=grid, in_specs=[spec],
+                          out_specs=spec)(x_ref, o_ref)
+    out = outer_call(kernel, jax.ShapeDtypeStruct(shape, jnp.float32), x,
+                     space=outer_space)
+    np.testing.assert_array_equal(out, 2 * x + 1)
+
+  @parameterized.parameters(
+      # (m, k, n, tm, tk, tn)
+      (64, 96, 128, 16, 32, 128),
+      (32, 64, 256, 32, 64, 128),
+      (128, 128, 128, 128, 32, 128),
+  )
+  def test_matmul_with_reduction_axis(self, m, k, n, tm, tk, tn):
+    # The output block stays the same along the last grid axis: it is
+    # copied out only when it changes.
+    x, y = ints(1, m, k), ints(2, k, n)
+    def body(x_ref, y_ref, z_ref):
+      @pl.when(pl.program_id(2) == 0)
+      def _():
+        z_ref[...] = jnp.zeros(z_ref.shape, jnp.float32)
+      z_ref[...] += jnp.dot(x_ref[...], y_ref[...])
+    def kernel(x_ref, y_ref, z_ref):
+      pltpu.emit_pipeline(
+          body, grid=(m // tm, n // tn, k // tk),
+          in_specs=[pl.BlockSpec(lambda i, j, l: (i, l), (tm, tk)),
+                    pl.BlockSpec(lambda i, j, l: (l, j), (tk, tn))],
+          out_specs=pl.BlockSpec(lambda i, j, l: (i, j), (tm, tn)),
+      )(x_ref, y_ref, z_ref)
+    out = outer_call(kernel, jax.ShapeDtypeStruct((m, n), jnp.float32), x, y)
+    np.testing.assert_array_equal(out, x @ y)
+
+  def test_operand_whose_block_never_changes(self):
+    x, b = ints(3, 64, 128), ints(4, 8, 128)
+    def body(x_ref, b_ref, o_ref):
+      o_ref[...] = x_ref[...] * b_ref[...]
+    def kernel(x_ref, b_ref, o_ref):
+      pltpu.emit_pipeline(
+          body, grid=(8,),
+          in_specs=[pl.BlockSpec(lambda i: (i, 0), (8, 128)),
+                    pl.BlockSpec(lambda i: (0, 0), (8, 128))],
+          out_specs=pl.BlockSpec(lambda i: (i, 0), (8, 128)),
+      )(x_ref, b_ref, o_ref)
+    out = outer_call(kernel, jax.ShapeDtypeStruct(x.shape, jnp.float32), x, b)
+    np.testing.assert_array_equal(out, x * np.tile(b, (8, 1)))
+
+  @parameterized.parameters(None, VMEM)
+  def test_accumulators(self, spec_space):
+    # Like upstream's test_double_pipeline_matmul: the second pipeline adds
+    # its result to what the first wrote; with init_accumulators it does not.
+    x, y = ints(5, 64, 64), ints(6, 64, 128)
+    def body(x_ref, y_ref, z_ref):
+      @pl.when(pl.program_id(2) == 0)
+      def _():
+        z_ref[...] = jnp.zeros(z_ref.shape, jnp.float32)
+      z_ref[...] += jnp.dot(x_ref[...], y_ref[...])
+    def pipeline(accumulate):
+      return pltpu.emit_pipeline(
+          body, grid=(2, 2, 2),
+          in_specs=[pl.BlockSpec(lambda i, j, k: (i, k), (32, 32)),
+                    pl.BlockSpec(lambda i, j, k: (k, j), (32, 64))],
+          out_specs=pl.BlockSpec(lambda i, j, k: (i, j), (32, 64),
+                                 memory_space=spec_space),
+          should_accumulate_out=accumulate)
+    def kernel(x_ref, y_ref, z_ref, z2_ref):
+      pipeline(False)(x_ref, y_ref, z_ref)
+      pipeline(True)(x_ref, y_ref, z_ref)
+      z2_ref[...] = 7 * jnp.ones_like(z2_ref)
+      pipeline(True)(x_ref, y_ref, z2_ref, init_accumulators=True)
+    shape = jax.ShapeDtypeStruct((64, 128), jnp.float32)
+    z, z2 = outer_call(kernel, (shape, shape), x, y, space=VMEM)
+    np.testing.assert_array_equal(z, 2 * (x @ y))
+    np.testing.assert_array_equal(z2, x @ y)
+
+  def test_nested_pipelines(self):
+    # An outer pipeline over row blocks in HBM; its body runs an inner one
+    # over (8, 128) tiles of each VMEM block.
+    x, y = ints(7, 64, 256), ints(8, 64, 256)
+    tile = pl.BlockSpec(lambda i, j: (i, j), (8, 128))
+    def inner_body(x_ref, y_ref, o_ref):
+      o_ref[...] = x_ref[...] * y_ref[...] - pl.program_id(1)
+    def outer_body(x_ref, y_ref, o_ref):
+      pltpu.emit_pipeline(inner_body, grid=(4, 2), in_specs=[tile, tile],
+                          out_specs=tile)(x_ref, y_ref, o_ref)
+    rows = pl.BlockSpec(lambda i: (i, 0), (32, 256))
+    def kernel(x_ref, y_ref, o_ref):
+      pltpu.emit_pipeline(outer_body, grid=(2,), in_specs=[rows, rows],
+                          out_specs=rows)(x_ref, y_ref, o_ref)
+    out = outer_call(kernel, jax.ShapeDtypeStruct(x.shape, jnp.float32), x, y)
+    col_block = np.repeat(np.arange(2), 128)[None, :]
+    np.testing.assert_array_equal(out, x * y - col_block)
+
+
+class CyclesAndSchedulesTest(jtu.JaxTestCase):
+  """One pipeline run once per step of the outer grid, sharing allocations."""
+
+  CHUNKS, ROWS = 3, 32
+  spec = pl.BlockSpec(lambda i: (i, 0), (8, 128))
+
+  def run_cycles(self, x, *, prefetch=True, accumulate=False, schedule=None,
+                 out_init=None, init_accumulators=True):
+    """out[c] = x[c] + 1; with `accumulate`, out = sum over c of x[c] + 1
+    (plus `out_init`, the output's old content, unless `init_accumulators`
+    zeroes the accumulator in the first cycle)."""
+    pipeline, make_allocations = pltpu.emit_pipeline_with_allocations(
+        lambda x_ref, o_ref: o_ref.__setitem__(..., x_ref[...] + 1),
+        grid=(self.ROWS // 8,), in_specs=[self.spec], out_specs=[self.spec],
+        should_accumulate_out=accumulate)
+    out_rows = self.ROWS if accumulate else self.CHUNKS * self.ROWS
+    out_shape = jax.ShapeDtypeStruct((out_rows, 128), jnp.float32)
+    args = (x,) if out_init is None else (x, out_init)
+    def kernel(*refs):
+      x_ref, o_ref, allocations = refs[0], refs[len(args)], refs[-2:]
+      c = pl.program_id(0)
+      rows = lambda c: pl.ds(c * self.ROWS, self.ROWS)
+      dst = o_ref if accumulate else o_ref.at[rows(c)]
+      def prefetch_next(x_bref, o_bref, scheduler):
+        @pl.when(c + 1 < self.CHUNKS)
+        def _():
+          scheduler.prefetch(x_bref, x_ref.at[rows(c + 1)])
+          if accumulate:
+            scheduler.prefetch(o_bref, o_ref, schedule)
+      pipeline(x_ref.at[rows(c)], dst, allocations=allocations,
+               first_cycle=c == 0, last_cycle=c == self.CHUNKS - 1,
+               init_accumulators=init_accumulators & (c == 0),
+               prefetch=prefetch_next if prefetch else None,
+               schedule=[None, schedule])
+    allocs = make_allocations(jax.ShapeDtypeStruct(x.shape, jnp.float32),
+                              out_shape)
+    return outer_call(kernel, out_shape, *args, grid=(self.CHUNKS,),
+                      scratch_shapes=list(allocs),
+                      input_output_aliases={} if out_init is None else {1: 0})
+
+  def test_cycles_carry_prefetches(self):
+    x = ints(9, self.CHUNKS * self.ROWS, 128)
+    np.testing.assert_array_equal(self.run_cycles(x), x + 1)
+
+  def test_cycle_without_its_prefetch_is_an_error_not_a_hang(self):
+    # Cycle 1 waits at its first step for the copy that only a prefetch in
+    # cycle 0 would have started.
+    x = ints(9, self.CHUNKS * self.ROWS, 128)
+    with self.assertRaisesRegex(RuntimeError, "dma_wait can never be "
+                                "satisfied in interpret mode"):
+      jax.block_until_ready(self.run_cycles(x, prefetch=False))
+
+  @parameterized.parameters(True, False)
+  def test_accumulator_across_cycles_with_the_fixed_schedule(self, init):
+    # The output Ref is the same in every cycle: the 'fixed' schedule.
+    x = ints(10, self.CHUNKS * self.ROWS, 128)
+    old = ints(13, self.ROWS, 128)
+    out = self.run_cycles(x, accumulate=True, out_init=old,
+                          init_accumulators=init,
+                          schedule=pltpu.get_pipeline_schedule("fixed"))
+    want = (x + 1).reshape(self.CHUNKS, self.ROWS, 128).sum(0)
+    np.testing.assert_array_equal(out, want if init else want + old)
+
+  def test_manual_schedule_that_skips_reading_the_accumulator(self):
+    # Upstream's collective tests' tweak: an accumulator zeroed in the first
+    # cycle need not be copied in then.
+    schedule = pltpu.get_pipeline_schedule("fixed")
+    for k in ["prologue_copy_in", "wait_in", "copy_in"]:
+      schedule[k] = (lambda pred: lambda s, bref, ref: pred(s, bref, ref) &
+                     ~s.first_cycle)(schedule[k])
+    x = ints(11, self.CHUNKS * self.ROWS, 128)
+    old = ints(14, self.ROWS, 128)
+    out = self.run_cycles(x, accumulate=True, out_init=old, schedule=schedule)
+    want = (x + 1).reshape(self.CHUNKS, self.ROWS, 128).sum(0)
+    np.testing.assert_array_equal(out, want)
+
+  def test_schedule_that_waits_for_no_copy_is_an_error(self):
+    schedule = dict(pltpu.get_pipeline_schedule("default"),
+                    wait_in=lambda s, bref, ref: True)
+    b = ints(12, 8, 128)
+    def kernel(b_ref, o_ref):
+      pltpu.emit_pipeline(
+          lambda b, o: o.__setitem__(..., b[...]), grid=(2,),
+          in_specs=[pl.BlockSpec(lambda i: (0, 0), (8, 128))],
+          out_specs=pl.BlockSpec(lambda i: (i, 0), (8, 128)),
+      )(b_ref, o_ref, schedule=[schedule, None])
+    with self.assertRaisesRegex(RuntimeError, "dma_wait can never be"):
+      jax.block_until_ready(outer_call(
+          kernel, jax.ShapeDtypeStruct((16, 128), jnp.float32), b))
+
+
+class TpuLoweringTest(jtu.JaxTestCase):
+  """On CPU, exporting for TPU runs Pallas's lowering of the kernel to Mosaic
+  and then stops: 0.4.26's Mosaic compilation asks for the TPU's kind."""
+
+  def assert_lowers_to_mosaic(self, kernel, out_shape, *shapes):
+    call = lambda *args: outer_call(kernel, out_shape, *args, interpret=False)
+    try:
+      export.export(call, lowering_platforms=("tpu",))(*shapes)
+    except ValueError as e:
+      self.assertIn("Unrecognized TPU device kind", str(e))
+
+  def test_matmul_with_accumulators(self):
+    def body(x_ref, y_ref, z_ref):
+      z_ref[...] += jnp.dot(x_ref[...], y_ref[...])
+    def kernel(x_ref, y_ref, z_ref):
+      pltpu.emit_pipeline(
+          body, grid=(4, 4, 4),
+          in_specs=[pl.BlockSpec(lambda i, j, k: (i, k), (128, 128)),
+                    pl.BlockSpec(lambda i, j, k: (k, j), (128, 128))],
+          out_specs=pl.BlockSpec(lambda i, j, k: (i, j), (128, 128)),
+          should_accumulate_out=True)(x_ref, y_ref, z_ref)
+    shape = jax.ShapeDtypeStruct((512, 512), jnp.float32)
+    self.assert_lowers_to_mosaic(kernel, shape, shape, shape)
+
+  def test_nested_pipelines_with_vmem_specs(self):
+    tile = pl.BlockSpec(lambda i: (i, 0), (8, 128), memory_space=VMEM)
+    def outer_body(x_ref, o_ref):
+      pltpu.emit_pipeline(lambda x, o: o.__setitem__(..., x[...] + 1),
+                          grid=(4,), in_specs=[tile], out_specs=tile)(
+                              x_ref, o_ref)
+    rows = pl.BlockSpec(lambda i: (i, 0), (32, 128))
+    def kernel(x_ref, o_ref):
+      pltpu.emit_pipeline(outer_body, grid=(4,), in_specs=[rows],
+                          out_specs=rows)(x_ref, o_ref)
+    shape = jax.ShapeDtypeStruct((128, 128), jnp.float32)
+    self.assert_lowers_to_mosaic(kernel, shape, shape)
+
+
+class ApiTest(jtu.JaxTestCase):
+
+  def test_public_names(self):
+    for name in ["emit_pipeline", "emit_pipeline_with_allocations",
+                 "BufferedRef", "get_pipeline_schedule",
+                 "make_pipeline_allocations"]:
+      self.assertTrue(hasattr(pltpu, name), name)
+    for name in ["PipelineCallbackArgs", "PipelinePrefetchArgs",
+                 "ManualPrefetchArgs"]:
+      self.assertFalse(hasattr(pltpu, name), name)
+
+  def test_named_schedules(self):
+    keys = {"prologue_copy_in", "wait_in", "copy_in", "prefetch", "wait_out",
+            "copy_out", "epilogue_wait_out"}
+    fixed = pltpu.get_pipeline_schedule("fixed")
+    self.assertEqual(set(fixed), keys)
+    self.assertEqual(set(pltpu.get_pipeline_schedule("default")), keys)
+    fixed["wait_in"] = None   # a copy: the named schedule is unchanged
+    self.assertIsNotNone(pltpu.get_pipeline_schedule("fixed")["wait_in"])
+    custom = {}
+    self.assertIs(pltpu.get_pipeline_schedule(custom), custom)
+    with self.assertRaisesRegex(ValueError, "Unknown pipeline schedule 'x'"):
+      pltpu.get_pipeline_schedule("x")
+
+  def test_allocations(self):
+    hbm = pl.BlockSpec(lambda i: (i, 0), (8, 128))
+    vmem = pl.BlockSpec(lambda i: (i, 0), (None, 128), memory_space=VMEM)
+    f32 = jax.ShapeDtypeStruct((64, 128), jnp.float32)
+    i32 = jax.ShapeDtypeStruct((64, 128), jnp.int32)
+    x, y, z = pltpu.make_pipeline_allocations(
+        f32, i32, f32, in_specs=[hbm, vmem], out_specs=[hbm],
+        should_accumulate_out=True)
+    self.assertTrue(x.is_input and not x.is_output)
+    self.assertEqual(x.vmem_ref.shape, (2, 8, 128))
+    self.assertEqual(x.sem_recv, pltpu.SemaphoreType.DMA)
+    self.assertIsNone(x.sem_send)
+    self.assertIsNone(y.vmem_ref)   # VMEM operands are used in place
+    self.assertEqual(y.dtype, jnp.int32)
+    self.assertTrue(z.is_accumulator and z.is_input and z.is_output)
+    self.assertEqual(z.accum_ref.shape, (8, 128))
+    _, make = pltpu.emit_pipeline_with_allocations(
+        lambda *refs: None, grid=(8,), in_specs=hbm, out_specs=hbm)
+    a, b = make(f32, f32)
+    self.assertFalse(a.is_output)
+    self.assertFalse(b.is_input)
+
+
+if __name__ == "__main__":
+  absltest.main(testLoader=jtu.JaxTestLoader())

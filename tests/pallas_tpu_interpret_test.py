@@ -1,0 +1,388 @@
+# Copyright 2026 The JAX fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""TPU kernels with DMAs, semaphores and run_scoped in interpret mode on CPU
+(patch 0014-pallas-tpu-interpret-dma-semaphores-run-scoped.patch)."""
+from __future__ import annotations
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax._src import test_util as jtu
+from jax._src.pallas.mosaic import LoweringException
+from jax.experimental import export
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+ANY = pltpu.TPUMemorySpace.ANY
+DMA = pltpu.SemaphoreType.DMA
+REGULAR = pltpu.SemaphoreType.REGULAR
+NEVER = "can never be satisfied in interpret mode"
+
+
+def call(kernel, out_shape, *args, in_spaces=None, scratch_shapes=(), grid=(),
+         interpret=True):
+  """pallas_call(interpret=True) of `kernel`; inputs in `in_spaces`."""
+  in_spaces = in_spaces or [None] * len(args)
+  return pl.pallas_call(
+      kernel, out_shape=out_shape, interpret=interpret,
+      grid_spec=pltpu.PrefetchScalarGridSpec(
+          num_scalar_prefetch=0, grid=grid,
+          in_specs=[pl.BlockSpec(memory_space=s) for s in in_spaces],
+          scratch_shapes=scratch_shapes))(*args)
+
+
+def arange(*shape, dtype=np.float32):
+  return np.arange(np.prod(shape), dtype=dtype).reshape(shape)
+
+
+class DmaTest(jtu.JaxTestCase):
+
+  @parameterized.named_parameters(
+      # (name, source indexers, destination indexers, result in NumPy)
+      ("whole", lambda r: r, lambda r: r, lambda x: x),
+      ("rows", lambda r: r.at[2:5], lambda r: r.at[0:3], lambda x: x[2:5]),
+      ("int_index", lambda r: r.at[3], lambda r: r.at[1, :],
+       lambda x: x[3]),
+      ("chained_src", lambda r: r.at[1:7].at[2:4, 3:11],
+       lambda r: r.at[0:2, 0:8], lambda x: x[1:7][2:4, 3:11]),
+      ("chained_both", lambda r: r.at[4].at[2:10],
+       lambda r: r.at[5:7].at[1].at[0:8], lambda x: x[4][2:10]),
+      ("dynamic", lambda r: r.at[pl.ds(jnp.int32(3), 2)],
+       lambda r: r.at[pl.ds(jnp.int32(1), 2)], lambda x: x[3:5]),
+  )
+  def test_copy_through_indexers(self, src_idx, dst_idx, expected):
+    x = arange(8, 16)
+    def kernel(x_ref, o_ref, sem):
+      o_ref[...] = jnp.full(o_ref.shape, -1, o_ref.dtype)
+      pltpu.async_copy(src_idx(x_ref), dst_idx(o_ref), sem).wait()
+    out = call(kernel, jax.ShapeDtypeStruct((8, 16), np.float32), x,
+               in_spaces=[ANY], scratch_shapes=[DMA])
+    want = np.full((8, 16), -1, np.float32)
+    dst_view = dst_idx(_NumpyRef(want))
+    dst_view.value[...] = expected(x)
+    np.testing.assert_array_equal(out, want)
+
+  def test_several_copies_in_flight_on_one_semaphore(self):
+    x = arange(4, 8, 128)
+    def kernel(x_ref, o_ref, buf, sem):
+      copies = [pltpu.make_async_copy(x_ref.at[i], buf.at[3 - i], sem)
+                for i in range(4)]
+      for c in copies:
+        c.start()
+      for c in copies:
+        c.wait()
+      o_ref[...] = buf[...]
+    out = call(kernel, jax.ShapeDtypeStruct((4, 8, 128), np.float32), x,
+               in_spaces=[ANY],
+               scratch_shapes=[pltpu.VMEM((4, 8, 128), jnp.float32), DMA])
+    np.testing.assert_array_equal(out, x[::-1])
+
+  def test_copies_in_a_loop_with_a_semaphore_array(self):
+    # Double buffering by hand: copy block i + 1 while summing block i.
+    x = arange(6, 8, 128)
+    def kernel(x_ref, o_ref, buf, sems):
+      def copy(i, slot):
+        return pltpu.make_async_copy(x_ref.at[i], buf.at[slot], sems.at[slot])
+      copy(0, 0).start()
+      def body(i, acc):
+        slot = i % 2
+        @pl.when(i + 1 < 6)
+        def _():
+          copy(i + 1, 1 - slot).start()
+        copy(i, slot).wait()
+        return acc + buf[slot]
+      o_ref[...] = lax.fori_loop(0, 6, body, jnp.zeros((8, 128), jnp.float32))
+    out = call(kernel, jax.ShapeDtypeStruct((8, 128), np.float32), x,
+               in_spaces=[ANY],
+               scratch_shapes=[pltpu.VMEM((2, 8, 128), jnp.float32),
+                               DMA((2,))])
+    np.testing.assert_array_equal(out, x.sum(0))
+
+  def test_large_copy_counts_one_copy(self):
+    # Upstream's later rules count elements in int16: this copy (2**17
+    # elements) overflowed them. A DMA semaphore counts copies here.
+    x = arange(512, 256, dtype=np.int32)
+    def kernel(x_ref, o_ref, n_ref, sem):
+      copy = pltpu.make_async_copy(x_ref, o_ref, sem)
+      copy.start()
+      n_ref[0] = pltpu.semaphore_read(sem)
+      copy.wait()
+      n_ref[1] = pltpu.semaphore_read(sem)
+    out, n = pl.pallas_call(
+        kernel, interpret=True,
+        out_shape=(jax.ShapeDtypeStruct(x.shape, np.int32),
+                   jax.ShapeDtypeStruct((2,), np.int32)),
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=0, in_specs=[pl.BlockSpec(memory_space=ANY)],
+            out_specs=[pl.BlockSpec(memory_space=ANY),
+                       pl.BlockSpec(memory_space=pltpu.SMEM)],
+            scratch_shapes=[DMA]))(x)
+    np.testing.assert_array_equal(out, x)
+    np.testing.assert_array_equal(n, [1, 0])
+
+  def test_copy_of_the_wrong_shape_is_an_error(self):
+    def kernel(x_ref, o_ref, sem):
+      pltpu.async_copy(x_ref.at[0:2], o_ref, sem).wait()
+    with self.assertRaisesRegex(ValueError, r"Cannot copy float32\[2, 4\] "
+                                r"into float32\[3, 4\]"):
+      call(kernel, jax.ShapeDtypeStruct((3, 4), np.float32), arange(4, 4),
+           in_spaces=[ANY], scratch_shapes=[DMA])
+
+  def test_wait_without_a_copy_is_an_error_not_a_hang(self):
+    def kernel(x_ref, o_ref, sem):
+      copy = pltpu.make_async_copy(x_ref, o_ref, sem)
+      copy.start()
+      copy.wait()
+      copy.wait()
+    with self.assertRaisesRegex(RuntimeError, "dma_wait " + NEVER +
+                                ": the semaphore is 0 and the wait needs 1"):
+      jax.block_until_ready(
+          call(kernel, jax.ShapeDtypeStruct((8,), np.float32), arange(8),
+               in_spaces=[ANY], scratch_shapes=[DMA]))
+
+  def test_remote_copy_is_not_implemented(self):
+    def kernel(x_ref, o_ref, send, recv):
+      pltpu.async_remote_copy(x_ref, o_ref, send, recv, device_id=0).wait()
+    with self.assertRaisesRegex(NotImplementedError, "Remote copies "
+                                r"\(async_remote_copy, make_async_remote_copy"
+                                r"\) are not supported in interpret mode"):
+      call(kernel, jax.ShapeDtypeStruct((8,), np.float32), arange(8),
+           in_spaces=[ANY], scratch_shapes=[DMA, DMA])
+
+
+class _NumpyRef:
+  """`r.at[...]` on a NumPy array, to apply a test's indexers in NumPy."""
+
+  def __init__(self, value):
+    self.value = value
+
+  @property
+  def at(self):
+    return self
+
+  def __getitem__(self, idx):
+    if isinstance(idx, tuple):
+      idx = tuple(_to_slice(i) for i in idx)
+    else:
+      idx = _to_slice(idx)
+    return _NumpyRef(self.value[idx])
+
+
+def _to_slice(i):
+  if isinstance(i, pl.Slice):
+    return slice(int(i.start), int(i.start) + i.size)
+  return i
+
+
+class SemaphoreTest(jtu.JaxTestCase):
+
+  def test_signal_wait_read(self):
+    def kernel(o_ref, sem):
+      pltpu.semaphore_signal(sem, 3)
+      o_ref[0] = pltpu.semaphore_read(sem)
+      pltpu.semaphore_wait(sem, 2)
+      o_ref[1] = pltpu.semaphore_read(sem)
+      pltpu.semaphore_signal(sem)
+      pltpu.semaphore_wait(sem)
+      o_ref[2] = pltpu.semaphore_read(sem)
+    out = pl.pallas_call(
+        kernel, interpret=True,
+        out_shape=jax.ShapeDtypeStruct((3,), np.int32),
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=0, out_specs=pl.BlockSpec(
+                memory_space=pltpu.SMEM), scratch_shapes=[REGULAR]))()
+    np.testing.assert_array_equal(out, [3, 1, 1])
+
+  def test_semaphore_array_with_dynamic_amounts(self):
+    incs = np.array([5, 0, 7, 2], np.int32)
+    def kernel(inc_ref, o_ref, sems):
+      for i in range(4):
+        pltpu.semaphore_signal(sems.at[i], inc_ref[i])
+        pltpu.semaphore_signal(sems.at[i], 1)
+      pltpu.semaphore_wait(sems.at[2], inc_ref[0])
+      for i in range(4):
+        o_ref[i] = pltpu.semaphore_read(sems.at[i])
+    out = pl.pallas_call(
+        kernel, interpret=True,
+        out_shape=jax.ShapeDtypeStruct((4,), np.int32),
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=0,
+            in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM)],
+            out_specs=pl.BlockSpec(memory_space=pltpu.SMEM),
+            scratch_shapes=[REGULAR((4,))]))(incs)
+    np.testing.assert_array_equal(out, incs + 1 - np.array([0, 0, 5, 0]))
+
+  def test_semaphores_persist_across_grid_steps(self):
+    # Step i signals i + 1 and waits for what step i - 1 signalled.
+    def kernel(o_ref, sem):
+      i = pl.program_id(0)
+      @pl.when(i > 0)
+      def _():
+        pltpu.semaphore_wait(sem, i)
+      pltpu.semaphore_signal(sem, i + 1)
+      o_ref[0] = pltpu.semaphore_read(sem)
+    out = pl.pallas_call(
+        kernel, interpret=True,
+        out_shape=jax.ShapeDtypeStruct((4, 1), np.int32),
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=0, grid=(4,),
+            out_specs=pl.BlockSpec(lambda i: (i, 0), (None, 1),
+                                   memory_space=pltpu.SMEM),
+            scratch_shapes=[REGULAR]))()
+    np.testing.assert_array_equal(out[:, 0], [1, 2, 3, 4])
+
+  def test_wait_for_more_than_signalled_is_an_error_not_a_hang(self):
+    def kernel(o_ref, sem):
+      pltpu.semaphore_signal(sem, 1)
+      pltpu.semaphore_wait(sem, 2)
+      o_ref[...] = jnp.zeros_like(o_ref)
+    with self.assertRaisesRegex(RuntimeError, "semaphore_wait " + NEVER +
+                                ": the semaphore is 1 and the wait needs 2"):
+      jax.block_until_ready(
+          call(kernel, jax.ShapeDtypeStruct((8,), np.float32),
+               scratch_shapes=[REGULAR]))
+
+  def test_kinds_stay_apart(self):
+    def kernel(o_ref, sem):
+      pltpu.semaphore_signal(sem)
+    with self.assertRaisesRegex(ValueError, "Must signal a REGULAR or BARRIER"):
+      call(kernel, jax.ShapeDtypeStruct((8,), np.float32),
+           scratch_shapes=[DMA])
+
+  def test_barrier_and_remote_signals_are_not_implemented(self):
+    def barrier(o_ref):
+      pltpu.semaphore_signal(pltpu.get_barrier_semaphore())
+    with self.assertRaisesRegex(NotImplementedError, r"Barrier semaphores "
+                                r"\(get_barrier_semaphore\) are not supported"):
+      call(barrier, jax.ShapeDtypeStruct((8,), np.float32))
+    with self.assertRaisesRegex(NotImplementedError, r"Barrier semaphores "
+                                r"\(SemaphoreType.BARRIER\) are not supported"):
+      call(lambda o_ref, sem: None, jax.ShapeDtypeStruct((8,), np.float32),
+           scratch_shapes=[pltpu.SemaphoreType.BARRIER])
+    def remote(o_ref, sem):
+      pltpu.semaphore_signal(sem, 1, device_id=jnp.int32(1))
+    with self.assertRaisesRegex(NotImplementedError, "semaphore_signal with a "
+                                "device_id .* not supported in interpret mode"):
+      call(remote, jax.ShapeDtypeStruct((8,), np.float32),
+           scratch_shapes=[REGULAR])
+
+
+class RunScopedTest(jtu.JaxTestCase):
+
+  def test_scratch_buffers_and_semaphores(self):
+    x = arange(4, 128)
+    def kernel(x_ref, o_ref):
+      def body(vmem, smem, dma_sem, sem):
+        pltpu.async_copy(x_ref.at[1:3], vmem, dma_sem).wait()
+        smem[0] = jnp.int32(5)
+        pltpu.semaphore_signal(sem, smem[0])
+        pltpu.semaphore_wait(sem, 2)
+        o_ref[...] = vmem[...] * pltpu.semaphore_read(sem).astype(jnp.float32)
+      pltpu.run_scoped(body, pltpu.VMEM((2, 128), jnp.float32),
+                       pltpu.SMEM((1,), jnp.int32), DMA, REGULAR)
+    out = call(kernel, jax.ShapeDtypeStruct((2, 128), np.float32), x,
+               in_spaces=[ANY])
+    np.testing.assert_array_equal(out, x[1:3] * 3)
+
+  def test_nested_and_repeated_scopes_start_afresh(self):
+    x = arange(8, 128)
+    def kernel(x_ref, o_ref):
+      def step(i, carry):
+        def outer(buf, sem):
+          def inner(counter):
+            pltpu.semaphore_signal(counter, i + 1)
+            pltpu.async_copy(x_ref.at[pl.ds(i, 1)], buf, sem).wait()
+            o_ref[pl.ds(i, 1)] = buf[...] + pltpu.semaphore_read(
+                counter).astype(jnp.float32)
+          pltpu.run_scoped(inner, REGULAR)
+        pltpu.run_scoped(outer, pltpu.VMEM((1, 128), jnp.float32), DMA)
+        return carry
+      lax.fori_loop(0, 8, step, None)
+    out = call(kernel, jax.ShapeDtypeStruct((8, 128), np.float32), x,
+               in_spaces=[ANY])
+    np.testing.assert_array_equal(out, x + np.arange(1, 9)[:, None])
+
+  def test_scope_that_closes_over_no_kernel_ref(self):
+    def kernel(o_ref):
+      def body(sem):
+        pltpu.semaphore_signal(sem, 2)
+        pltpu.semaphore_wait(sem, 2)
+      pltpu.run_scoped(body, REGULAR)
+      o_ref[...] = jnp.ones_like(o_ref)
+    out = call(kernel, jax.ShapeDtypeStruct((8,), np.float32))
+    np.testing.assert_array_equal(out, np.ones(8))
+    def stuck(o_ref):
+      pltpu.run_scoped(lambda sem: pltpu.semaphore_wait(sem), REGULAR)
+    with self.assertRaisesRegex(RuntimeError, "semaphore_wait " + NEVER):
+      jax.block_until_ready(call(stuck, jax.ShapeDtypeStruct((8,), np.float32)))
+
+
+class TpuLoweringTest(jtu.JaxTestCase):
+  """On CPU, exporting for TPU runs Pallas's lowering of the kernel to Mosaic
+  and then stops: 0.4.26's Mosaic compilation asks for the TPU's kind."""
+
+  def export_for_tpu(self, kernel, out_shape, *shapes, **kwargs):
+    call_ = lambda *args: call(kernel, out_shape, *args, interpret=False,
+                               **kwargs)
+    export.export(call_, lowering_platforms=("tpu",))(*shapes)
+
+  def test_dmas_semaphores_and_scopes_lower_to_mosaic(self):
+    def kernel(x_ref, o_ref, sems):
+      def body(buf, sem):
+        pltpu.async_copy(x_ref.at[2:6].at[1], buf, sems.at[1]).wait()
+        pltpu.semaphore_signal(sem, 2)
+        pltpu.semaphore_wait(sem, 2)
+        o_ref[...] = buf[...]
+      pltpu.run_scoped(body, pltpu.VMEM((128,), jnp.float32), REGULAR)
+    with self.assertRaisesRegex(ValueError, "Unrecognized TPU device kind"):
+      self.export_for_tpu(
+          kernel, jax.ShapeDtypeStruct((128,), jnp.float32),
+          jax.ShapeDtypeStruct((8, 128), jnp.float32), in_spaces=[ANY],
+          scratch_shapes=[DMA((2,))])
+
+  def test_semaphore_read_does_not_lower(self):
+    def kernel(o_ref, sem):
+      o_ref[0] = pltpu.semaphore_read(sem)
+    with self.assertRaises(LoweringException) as cm:
+      self.export_for_tpu(kernel, jax.ShapeDtypeStruct((1,), jnp.int32),
+                          scratch_shapes=[REGULAR])
+    causes, e = [], cm.exception
+    while e is not None:
+      causes.append(e)
+      e = e.__cause__ or e.__context__
+    self.assertTrue(any(
+        isinstance(e, NotImplementedError) and "semaphore_read cannot lower "
+        "for TPU with jaxlib 0.4.26" in str(e) for e in causes), causes)
+
+
+class ChainedIndexerTest(jtu.JaxTestCase):
+
+  def test_loads_and_stores_through_views(self):
+    x = arange(4, 8, 16)
+    def kernel(x_ref, o_ref):
+      o_ref[...] = jnp.zeros_like(o_ref)
+      view = o_ref.at[1:3].at[1, 2:6, 0:4]
+      view[...] = x_ref.at[2][1:5, 0:4] + x_ref.at[3].at[0:4][:, 4:8]
+    out = call(kernel, jax.ShapeDtypeStruct((4, 8, 16), np.float32), x)
+    want = np.zeros((4, 8, 16), np.float32)
+    want[1:3][1, 2:6, 0:4] = x[2][1:5, 0:4] + x[3][0:4][:, 4:8]
+    np.testing.assert_array_equal(out, want)
+
+
+if __name__ == "__main__":
+  absltest.main(testLoader=jtu.JaxTestLoader())

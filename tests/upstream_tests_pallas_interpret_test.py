@@ -1,0 +1,122 @@
+# Copyright 2026 The JAX fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""`build/fork.py upstream-tests --pallas-interpret`: upstream's Pallas TPU
+tests in interpret mode on CPU, without editing them."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from absl.testing import absltest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "build"))
+
+from forktool import upstream_tests as UT  # noqa: E402
+
+# Stands in for an upstream TPU test file: gated on a TPU generation, calling
+# pallas_call without interpret=True, comparing with numpy's default rtol.
+TPU_TEST = """
+from absl.testing import absltest
+import numpy as np
+import jax
+import jax.numpy as jnp
+from jax._src import test_util as jtu
+from jax.experimental import pallas as pl
+
+
+class TinyTpuTest(absltest.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    if not jtu.is_device_tpu_at_least(5):
+      self.skipTest("Only works with TPU v5")
+
+  def test_kernel(self):
+    def kernel(x_ref, o_ref):
+      o_ref[...] = x_ref[...] * 3
+    x = np.arange(1, 9, dtype=np.float32)
+    out = pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct((8,), jnp.float32))(x)
+    np.testing.assert_allclose(out * (1 + 3e-6), 3 * x)
+
+  def test_collective(self):
+    raise NotImplementedError(
+        "Remote copies are not supported in interpret mode.")
+
+  def test_unrelated_error(self):
+    raise NotImplementedError("something else")
+"""
+
+
+class PallasInterpretOptionTest(absltest.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.tmp = Path(tempfile.mkdtemp(prefix="pallas-interpret-test-"))
+    work = cls.tmp / "jax"
+    (work / "tests" / "pallas").mkdir(parents=True)
+    (work / "tests" / "pallas" / "tiny_tpu_test.py").write_text(TPU_TEST)
+    git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "t"],
+                 ["tag", "jax-v0.4.28"]):
+      subprocess.run([*git, *args], check=True, capture_output=True)
+    cls.work = work
+    # The runner drops PYTHONPATH; this interpreter sees the jax under test.
+    import jax
+    site = Path(jax.__file__).resolve().parents[1]
+    cls.python = cls.tmp / "python"
+    cls.python.write_text(f'#!/bin/sh\nPYTHONPATH="$PYTHONPATH:{site}" '
+                          f'exec {sys.executable} "$@"\n')
+    cls.python.chmod(0o755)
+
+  @classmethod
+  def tearDownClass(cls):
+    shutil.rmtree(cls.tmp, ignore_errors=True)
+    super().tearDownClass()
+
+  def run_tests(self, *options: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(REPO / "build" / "fork.py"), "upstream-tests",
+         "--jax-repo", str(self.work), "--tag", "jax-v0.4.28", "--python",
+         str(self.python), "--log-dir", str(self.tmp / "logs"), *options,
+         "pallas/tiny_tpu_test"], capture_output=True, text=True)
+
+  def test_without_the_option_the_tpu_tests_skip(self):
+    r = self.run_tests()
+    self.assertIn("pallas/tiny_tpu_test: 0 passed, 0 failed, 3 skipped",
+                  r.stdout, r.stderr)
+
+  def test_interpret_mode_tolerance_and_unrunnable_tests_by_name(self):
+    r = self.run_tests("--pallas-interpret")
+    self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+    self.assertIn("pallas/tiny_tpu_test: 1 passed, 1 failed, 1 skipped",
+                  r.stdout, r.stderr)
+    listed = [l.strip() for l in r.stdout.splitlines() if UT.NOT_RUNNABLE in l]
+    self.assertEqual(listed, [
+        "pallas/tiny_tpu_test.py::TinyTpuTest::test_collective: not runnable "
+        "on CPU: Remote copies are not supported in interpret mode."])
+
+  def test_the_tolerance_is_the_options_value(self):
+    r = self.run_tests("--pallas-interpret", "--pallas-rtol", "1e-7")
+    self.assertIn("pallas/tiny_tpu_test: 0 passed, 2 failed, 1 skipped",
+                  r.stdout, r.stderr)
+
+
+if __name__ == "__main__":
+  absltest.main()
