@@ -28,7 +28,6 @@ from jax import lax
 import jax.numpy as jnp
 from jax._src import core
 from jax._src import test_util as jtu
-from jax._src.lax import reduce_window_transpose as rw_transpose
 from jax._src.lax import windowed_reductions as lax_windowed
 
 jax.config.parse_flags_with_absl()
@@ -297,7 +296,7 @@ class ReducerCheckTest(jtu.JaxTestCase):
                         jax.jacfwd(jax.jacfwd(f))(x), rtol=1e-4, atol=1e-5)
 
   def testCheckIsCachedBoundedAndWeak(self):
-    cache = rw_transpose._rw_probe_cache
+    cache = lax_windowed._rw_probe_cache
     comp = lambda a, b: a * b  # a fresh computation
     f = lambda x: jnp.sum(lax.reduce_window(x, 1., comp, (2,), (1,), "SAME"))
     before = cache.cache_info()
@@ -310,7 +309,7 @@ class ReducerCheckTest(jtu.JaxTestCase):
     # The probe itself: what it samples covers both signs and magnitudes.
     rng = np.random.RandomState(0)
     aval = core.ShapedArray((), np.dtype(np.float32))
-    s = rw_transpose._rw_probe_samples(aval, rng, 1000)
+    s = lax_windowed._rw_probe_samples(aval, rng, 1000)
     self.assertTrue((s < 0).any() and (s > 0).any())
     self.assertLess(np.abs(s).min(), 2. ** -15)
     self.assertGreater(np.abs(s).max(), 2. ** 15)

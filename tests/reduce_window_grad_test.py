@@ -25,6 +25,7 @@ from jax import lax
 import jax.numpy as jnp
 from jax._src import test_util as jtu
 from jax._src.lax import lax as lax_internal
+from jax._src.lax import windowed_reductions as lax_windowed
 from jax.test_util import check_grads
 
 jax.config.parse_flags_with_absl()
@@ -231,20 +232,30 @@ class ReduceWindowGradTest(jtu.JaxTestCase):
     self.assertAllClose(jax.jit(jax.grad(sq))(x), jax.jit(jax.jacfwd(sq))(x))
 
   def testVmapBatchedOperandsAndInits(self):
-    # Batched init values are combined once per window (the fork's
-    # definition, order independent), so any init value works under vmap.
+    # Reverse mode needs an identity init value, with and without vmap: grad
+    # checks a known init value, vmap(grad) each of a batch of known ones.
     rng = np.random.RandomState(3)
     xs = _operand(rng, (3, 4, 5), "")
     inits = jnp.array([1., 2., 0.5])
     rw = lambda x, i: lax.reduce_window(x, i, _mul, (2, 2), (1, 2), "SAME")
     f = lambda x, i: jnp.sum(rw(x, i) ** 2)
+    grad_f = jax.grad(f, argnums=(0, 1))
+    with self.assertRaisesRegex(ValueError, "not an identity"):
+      grad_f(xs[1], 2.)
+    with self.assertRaisesRegex(ValueError, "not an identity"):
+      jax.vmap(grad_f)(xs, inits)
+    g = jax.vmap(grad_f)(xs, jnp.ones(3))
+    for k in range(3):
+      self.assertAllClose((g[0][k], g[1][k]), grad_f(xs[k], 1.))
+    # Init values not known while tracing (jit arguments) cannot be checked,
+    # with or without vmap; both differentiate init combined once per window.
     # Every window has elements: the result is init * (product of window).
     ref = lambda x, i: jnp.sum((i * rw(x, 1.)) ** 2)
-    for g in [jax.vmap(jax.grad(f, argnums=(0, 1)))(xs, inits),
-              jax.jit(jax.vmap(jax.grad(f, argnums=(0, 1))))(xs, inits)]:
-      for k in range(3):
-        gk = jax.grad(ref, argnums=(0, 1))(xs[k], inits[k])
-        self.assertAllClose((g[0][k], g[1][k]), gk)
+    g = jax.jit(jax.vmap(grad_f))(xs, inits)
+    for k in range(3):
+      gk = jax.grad(ref, argnums=(0, 1))(xs[k], inits[k])
+      self.assertAllClose((g[0][k], g[1][k]), gk)
+      self.assertAllClose(jax.jit(grad_f)(xs[k], inits[k]), gk)
     # Batched operands, shared init; and jit.
     g = jax.jit(jax.vmap(jax.grad(f), in_axes=(0, None)))(xs, 1.)
     for k in range(3):
@@ -356,7 +367,6 @@ class ReduceWindowGradTest(jtu.JaxTestCase):
     # A known identity init skips the combination with the init value; an
     # init computed from traced values cannot be checked and is combined
     # once per window.  Both give the same gradient.
-    from jax._src.lax import reduce_window_transpose as rw_transpose
     rng = np.random.RandomState(11)
     x = _operand(rng, (5, 6), "")
     geom = ((3, 2), (2, 1), ((1, 2), (0, 1)), (1, 2), (1, 1))
@@ -367,40 +377,39 @@ class ReduceWindowGradTest(jtu.JaxTestCase):
           lax.reduce_window(x, lax.stop_gradient(x[0, 0]) * 0 + init, comp,
                             *geom)))
       seen = []  # the init values the check got: None when unknown
-      check = rw_transpose._rw_check_transposable
+      check = lax_windowed._rw_check_transposable
       def spy(jaxpr, consts, init_values):
         seen.append(init_values)
         return check(jaxpr, consts, init_values)
-      rw_transpose._rw_check_transposable = spy
+      lax_windowed._rw_check_transposable = spy
       try:
         want = jax.grad(known)(x)
         got_traced = jax.jit(jax.grad(traced))(x)
         got_known = jax.jit(jax.grad(known))(x)
       finally:
-        rw_transpose._rw_check_transposable = check
+        lax_windowed._rw_check_transposable = check
       self.assertEqual([v is None for v in seen], [False, True, False])
       self.assertAllClose(got_traced, want, rtol=1e-12, atol=1e-12)
       self.assertAllClose(got_known, want, rtol=1e-12, atol=1e-12)
-    self.assertIsNone(rw_transpose._rw_known_value(  # not an init value
+    self.assertIsNone(lax_windowed._rw_known_value(  # not an init value
         jnp.ones((2,)), np.float32))
-    self.assertEqual(rw_transpose._rw_known_value(2, np.float32),
+    self.assertEqual(lax_windowed._rw_known_value(2, np.float32),
                      np.float32(2))
 
   def testChunkedCotangent(self):
     # Large operands get their cotangent in chunks along a leading dimension
     # that no window spans; force that on small ones and compare.
-    from jax._src.lax import reduce_window_transpose as rw_transpose
     rng = np.random.RandomState(10)
     x = _operand(rng, (6, 5, 7, 2), "")
     geom = ((1, 3, 2, 1), (1, 2, 1, 1), "SAME", (1, 1, 1, 1), (1, 1, 2, 1))
     params = lambda dims: dict(window_dimensions=dims, window_strides=(1,),
                                padding=((0, 0),), base_dilation=(1,),
                                window_dilation=(1,))
-    self.assertEqual(rw_transpose._rw_num_chunks([x], params((1,)),
+    self.assertEqual(lax_windowed._rw_num_chunks([x], params((1,)),
                                                  x.nbytes // 3), 3)
-    self.assertEqual(rw_transpose._rw_num_chunks([x], params((1,)), 1), 6)
+    self.assertEqual(lax_windowed._rw_num_chunks([x], params((1,)), 1), 6)
     # A window that spans dimension 0: no chunks.
-    self.assertEqual(rw_transpose._rw_num_chunks([x], params((2,)), 1), 1)
+    self.assertEqual(lax_windowed._rw_num_chunks([x], params((2,)), 1), 1)
     for comp, init in [(_mul, 1.), (jnp.logaddexp, -np.inf)]:
       f = _rw(comp, init, *geom)
       ref = lambda x, i, comp=comp: _reference(
@@ -408,8 +417,8 @@ class ReduceWindowGradTest(jtu.JaxTestCase):
       ct = jnp.asarray(rng.normal(size=f(x).shape))
       want = jax.vjp(ref, x, init)[1](ct)
       for chunk_bytes in [x.nbytes // 3, 1]:
-        old = rw_transpose._RW_CHUNK_BYTES
-        rw_transpose._RW_CHUNK_BYTES = chunk_bytes
+        old = lax_windowed._RW_CHUNK_BYTES
+        lax_windowed._RW_CHUNK_BYTES = chunk_bytes
         try:
           got_x = jax.vjp(f, x)[1](ct)[0]
           self.assertAllClose(got_x, want[0], rtol=1e-10, atol=1e-10)
@@ -419,7 +428,7 @@ class ReduceWindowGradTest(jtu.JaxTestCase):
           jaxpr = jax.make_jaxpr(jax.vjp(f, x)[1])(ct)
           self.assertIn("scan", str(jaxpr))   # lax.map over the chunks
         finally:
-          rw_transpose._RW_CHUNK_BYTES = old
+          lax_windowed._RW_CHUNK_BYTES = old
 
   def testFloat32(self):
     rng = np.random.RandomState(9)
