@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 from jax._src import test_util as jtu
-from jax.experimental.shard_map import shard_map
+from jax.experimental.shard_map import _ResidualNames, shard_map
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 import jaxpr_walk
@@ -85,6 +85,8 @@ _CONFIGS = {
     "2x2x2_nested": ((2, 2, 2), ("i", "j", "k"), ("i", "k"), (2, 2)),
     "2x2x2_nested_inner_only": ((2, 2, 2), ("i", "j", "k"), (None, "k"),
                                 (3, 2)),
+    "2x2x2_nested_outer_only": ((2, 2, 2), ("i", "j", "k"), ("i", None),
+                                (2, 3)),
 }
 
 _POLICIES = {
@@ -647,11 +649,15 @@ class ShardMapSpmdJitFirstTest(jtu.JaxTestCase):
     fwd, bwd = _shard_map_eqns(jax.make_jaxpr(g)(xs[0], ws[0]).jaxpr)
     num_res = len(fwd.params["out_names"]) - 1
     self.assertGreater(num_res, 0)
+    # Residual names are marked, and equal only residual names.
+    res_names = _ResidualNames({0: ("i", "j", "k")})
+    self.assertNotEqual(res_names, {0: ("i", "j", "k")})
     self.assertEqual(fwd.params["out_names"],
-                     ({0: ("j",)},) + ({0: ("i", "j", "k")},) * num_res)
+                     ({0: ("j",)},) + (res_names,) * num_res)
     self.assertEqual(bwd.params["in_names"],
-                     ({0: ("j",)},) + ({0: ("i", "j", "k")},) * num_res)
-    batched_names = ({0: ("i", "k"), 1: ("j",)},) * (1 + num_res)
+                     ({0: ("j",)},) + (res_names,) * num_res)
+    batched_names = (({0: ("i", "k"), 1: ("j",)},) +
+                     (_ResidualNames({0: ("i", "k"), 1: ("j",)}),) * num_res)
     for h in [jax.vmap(g, spmd_axis_name=("i", "k")),
               jax.vmap(jax.jit(g), spmd_axis_name=("i", "k"))]:
       fwd, bwd = _shard_map_eqns(jax.make_jaxpr(h)(xs, ws).jaxpr)
