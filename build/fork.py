@@ -70,9 +70,9 @@ def cmd_export(args) -> int:
 def cmd_check(args) -> int:
   patches_dir = Path(args.patches)
   problems = P.check_series(patches_dir)
+  pin = U.load_pin()
   if not problems:
-    pin = U.load_pin()
-    src = U.get_sdist(pin, args.sdist)
+    src, pin = R.base_sdist(args)   # the pin, or the release --from names
     with tempfile.TemporaryDirectory() as tmp:
       tree = U.extract(src, pin, Path(tmp) / "tree")
       try:
@@ -84,7 +84,7 @@ def cmd_check(args) -> int:
   if problems:
     return 1
   print(f"check: OK ({len(P.read_series(patches_dir))} patches apply to "
-        f"jax {U.load_pin().version} with no fuzz or offset)")
+        f"jax {pin.version} with no fuzz or offset)")
   return 0
 
 
@@ -130,6 +130,10 @@ def main(argv=None) -> int:
 
   p = sub.add_parser("check", help="series, headers and strict application")
   common(p)
+  p.add_argument("--from", dest="from_version", default=None,
+                 metavar="VERSION",
+                 help="the release the series applies to, when it is not the "
+                      "pin (e.g. --from 0.4.30 --patches rebases/jax-0.4.30)")
   p.set_defaults(fn=cmd_check)
 
   R.add_commands(sub, DEFAULT_PATCHES)   # rebase, rebase-report
@@ -153,7 +157,7 @@ def main(argv=None) -> int:
   args = ap.parse_args(argv)
   try:
     return args.fn(args)
-  except (P.PatchError, U.UpstreamError, T.TreeError) as e:
+  except (P.PatchError, U.UpstreamError, T.TreeError, R.RebaseError) as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
 

@@ -291,6 +291,44 @@ class SeriesTest(RebaseTestCase):
     # The exported series applies strictly to the release.
     P.apply_series(self.rel, out, write=False)
 
+  def test_each_commit_names_the_patch_file_it_came_from(self):
+    res = self.rebase(self.rel, self.patches)
+    for p in res.patches:
+      if p.commit is None:
+        continue
+      message = T.git(res.repo, "log", "-1", "--format=%B", p.commit).decode()
+      blob = T.git(self.tmp, "hash-object", str(self.patches / p.name)
+                   ).decode().strip()
+      self.assertEqual(message.strip().splitlines()[-1],
+                       f"Rebased-From: {p.name} blob {blob}")
+    # Exported, and rebased again from there: the field names the new
+    # source, once.
+    out = self.tmp / "rebased-patches"
+    T.export(res.repo, out)
+    name = P.read_series(out)[1]
+    self.assertEqual(P.read_patch(out / name).rebased_from(),
+                     (name, P.blob_id((self.patches / name).read_bytes())))
+    again = R.rebase_onto(self.rel, self.rel, out, self.tmp / "again",
+                          version="9.9.9")
+    message = T.git(again.repo, "log", "-1", "--format=%B",
+                    again.patches[1].commit).decode()
+    self.assertEqual(message.count("Rebased-From:"), 1)
+    self.assertIn(f"Rebased-From: {name} blob "
+                  f"{P.blob_id((out / name).read_bytes())}", message)
+
+  def test_malformed_rebased_from_is_reported_by_check(self):
+    out = self.tmp / "bad"
+    shutil.copytree(self.patches, out)
+    name = P.read_series(out)[0]
+    text = (out / name).read_text().replace(
+        "Last-Update: 2026-12-01\n",
+        "Last-Update: 2026-12-01\nRebased-From: yesterday\n")
+    (out / name).write_text(text)
+    problems = P.check_series(out)
+    self.assertLen(problems, 1)
+    self.assertIn("Rebased-From must be 'NAME.patch blob GIT_BLOB_ID'",
+                  problems[0])
+
   def test_report_table(self):
     other = self.release("rel2", {"README": "upstream\n"})
     results = [self.rebase(self.rel, self.patches, "9.9.9"),

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import email.header
 import email.utils
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -33,6 +34,10 @@ REQUIRED_FIELDS = ("Origin", "Forwarded", "Last-Update")
 # on every later release.
 SUPERSEDED_FIELD = "Superseded-In"
 _SUPERSEDED_RE = re.compile(r"^jax ([0-9]+\.[0-9]+\.[0-9]+)$")
+# `Rebased-From: NAME blob ID`, written by `rebase`: the patch file a rebased
+# patch was made from and that file's git blob id (`git hash-object`).
+REBASED_FIELD = "Rebased-From"
+_REBASED_RE = re.compile(r"^(\S+\.patch) blob ([0-9a-f]{40})$")
 PATCH_NAME_RE = re.compile(r"^(\d{4})-[a-z0-9]+(?:-[a-z0-9]+)*\.patch$")
 _HUNK_RE = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
@@ -93,6 +98,26 @@ class Patch:
                        f"the change), not {value!r}")
     return m.group(1)
 
+  def rebased_from(self) -> tuple[str, str] | None:
+    """(file name, git blob id) of the `Rebased-From` field, or None."""
+    value = self.fields().get(REBASED_FIELD)
+    if value is None:
+      return None
+    m = _REBASED_RE.match(value)
+    if not m:
+      raise PatchError(f"{self.name}: {REBASED_FIELD} must be 'NAME.patch "
+                       f"blob GIT_BLOB_ID', not {value!r}")
+    return m.group(1), m.group(2)
+
+  def with_rebased_from(self, path: Path) -> Patch:
+    """This patch, its message naming `path` as what it is rebased from (in
+    place of any earlier `Rebased-From`)."""
+    lines = [l for l in self.message.splitlines()
+             if not l.startswith(REBASED_FIELD + ":")]
+    lines.append(f"{REBASED_FIELD}: {path.name} blob "
+                 f"{blob_id(path.read_bytes())}")
+    return dataclasses.replace(self, message="\n".join(lines))
+
   @property
   def author(self) -> tuple[str, str]:
     """(name, email) of the `From` header."""
@@ -107,6 +132,11 @@ class Patch:
 
   def touched_paths(self) -> set[str]:
     return {p for f in self.files for p in (f.old_path, f.new_path) if p}
+
+
+def blob_id(data: bytes) -> str:
+  """The git blob id of `data`, as `git hash-object` prints it."""
+  return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def _strip_prefix(path: bytes, prefix: bytes) -> str:
@@ -380,6 +410,7 @@ def check_series(patches_dir: Path) -> list[str]:
       problems.append(f"{n}: Last-Update must be YYYY-MM-DD")
     try:
       patch.superseded_in()
+      patch.rebased_from()
     except PatchError as e:
       problems.append(str(e))
     if not patch.message.strip():

@@ -21,7 +21,10 @@
 * the release's sdist as a commit whose parent is the base (tag `upstream`,
   so `build/fork.py export --dir OUT` works on the result);
 * branch `rebased` (checked out): the release plus one commit per patch that
-  still carries a change, applied one at a time and never stopping.
+  still carries a change, applied one at a time and never stopping.  Each
+  commit's message ends with `Rebased-From: NAME blob ID`, the patch file it
+  was made from and that file's git blob id, so that a rebased series can be
+  checked against the series it claims to carry.
 
 Each patch ends with one status:
 
@@ -230,7 +233,7 @@ def _conflict_blocks(content: bytes) -> int:
 def apply_one(repo: Path, patch_path: Path) -> PatchResult:
   """Applies one patch onto the checked-out branch; never raises on content."""
   name = patch_path.name
-  patch = P.read_patch(patch_path)
+  patch = P.read_patch(patch_path).with_rebased_from(patch_path)
   res = PatchResult(name=name, status="clean")
   # Already upstream?  The reverse applies to the release as it is.
   rev = T.git_run(repo, "apply", "--check", "--reverse", str(patch_path),
@@ -452,7 +455,7 @@ def _release_sdist(version: str, local: str | None, local_dir: str | None,
   return path, U.sha256_of(path)
 
 
-def _base(args) -> tuple[Path, U.Pin]:
+def base_sdist(args) -> tuple[Path, U.Pin]:
   """The base the series applies to: the pin, or the release --from names."""
   pin = U.load_pin()
   if not getattr(args, "from_version", None):
@@ -467,7 +470,7 @@ def _base(args) -> tuple[Path, U.Pin]:
 def cmd_rebase(args) -> int:
   try:
     _check_version(args.onto)
-    base, pin = _base(args)
+    base, pin = base_sdist(args)
     rel, sha = _release_sdist(args.onto, args.release_sdist, None, pin.name)
     print(f"{pin.name} {args.onto} sdist: {rel.name} sha256 {sha}")
     dest = Path(args.dir or U.REPO_ROOT / ".work" / f"rebase-{args.onto}")
@@ -500,7 +503,7 @@ def cmd_rebase_report(args) -> int:
   try:
     for v in args.onto:
       _check_version(v)
-    base, pin = _base(args)
+    base, pin = base_sdist(args)
     with tempfile.TemporaryDirectory(prefix="fork-rebase-report-") as tmp:
       for v in args.onto:
         rel, sha = _release_sdist(v, None, args.release_sdist_dir, pin.name)
