@@ -45,8 +45,9 @@ DEFAULT_PATCHES = U.REPO_ROOT / "patches"
 
 
 def cmd_materialize(args) -> int:
-  dest = T.materialize(Path(args.dir), Path(args.patches), args.sdist,
-                       args.upto)
+  src, pin = R.base_sdist(args)   # the pin, or the release --from names
+  dest = T.materialize(Path(args.dir), Path(args.patches), str(src),
+                       args.upto, pin=pin)
   applied = T.applied_patches(dest)
   total = len(P.read_series(Path(args.patches)))
   print(f"materialized {dest} (upstream tag {T.UPSTREAM_TAG!r}, "
@@ -114,8 +115,16 @@ def main(argv=None) -> int:
                    help="a local copy of the pinned upstream sdist "
                         f"(else ${U.SDIST_ENV}, the cache, or pip download)")
 
+  def from_option(p):
+    p.add_argument("--from", dest="from_version", default=None,
+                   metavar="VERSION",
+                   help="the release the series applies to, when it is not "
+                        "the pin (e.g. --from 0.4.30 --patches "
+                        "rebases/jax-0.4.30)")
+
   p = sub.add_parser("materialize", help="patched source tree as a git repo")
   common(p)
+  from_option(p)
   p.add_argument("--dir", default=str(DEFAULT_TREE))
   p.add_argument("--upto", default=None, help="stop after this patch")
   p.set_defaults(fn=cmd_materialize)
@@ -130,10 +139,7 @@ def main(argv=None) -> int:
 
   p = sub.add_parser("check", help="series, headers and strict application")
   common(p)
-  p.add_argument("--from", dest="from_version", default=None,
-                 metavar="VERSION",
-                 help="the release the series applies to, when it is not the "
-                      "pin (e.g. --from 0.4.30 --patches rebases/jax-0.4.30)")
+  from_option(p)
   p.set_defaults(fn=cmd_check)
 
   R.add_commands(sub, DEFAULT_PATCHES)   # rebase, rebase-report

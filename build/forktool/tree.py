@@ -191,14 +191,15 @@ def applied_patches(tree: Path) -> int:
 
 
 def materialize(dest: Path, patches_dir: Path, sdist: str | None = None,
-                upto: str | None = None) -> Path:
+                upto: str | None = None, *, pin: U.Pin | None = None) -> Path:
   """Creates `dest` as a git repo: upstream commit + one commit per patch.
 
-  With `upto`, only the series up to and including that patch is applied;
-  the names of the rest are recorded in the tree's git config so that
-  `export` keeps them.
+  The upstream is `pin` (default: the fork's pin), its sdist `sdist` or one
+  `U.get_sdist` finds.  With `upto`, only the series up to and including
+  that patch is applied; the names of the rest are recorded in the tree's
+  git config so that `export` keeps them.
   """
-  pin = U.load_pin()
+  pin = pin or U.load_pin()
   src = U.get_sdist(pin, sdist)
   names = P.read_series(patches_dir)
   rest: list[str] = []
