@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 from jax._src import test_util as jtu
-from jax._src.pallas.mosaic import LoweringException
+from jax._src.pallas.mosaic.lowering import LoweringException
 from jax.experimental import export
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
@@ -34,16 +34,18 @@ REGULAR = pltpu.SemaphoreType.REGULAR
 NEVER = "can never be satisfied in interpret mode"
 
 
-def call(kernel, out_shape, *args, in_spaces=None, scratch_shapes=(), grid=(),
-         interpret=True):
+def call(kernel, out_shape, *args, in_spaces=None, out_space=None,
+         scratch_shapes=(), grid=(), interpret=True):
   """pallas_call(interpret=True) of `kernel`; inputs in `in_spaces`."""
   in_spaces = in_spaces or [None] * len(args)
+  out_specs = (pl.no_block_spec if out_space is None
+               else pl.BlockSpec(memory_space=out_space))
   return pl.pallas_call(
       kernel, out_shape=out_shape, interpret=interpret,
       grid_spec=pltpu.PrefetchScalarGridSpec(
           num_scalar_prefetch=0, grid=grid,
           in_specs=[pl.BlockSpec(memory_space=s) for s in in_spaces],
-          scratch_shapes=scratch_shapes))(*args)
+          out_specs=out_specs, scratch_shapes=scratch_shapes))(*args)
 
 
 def arange(*shape, dtype=np.float32):
@@ -333,13 +335,19 @@ class RunScopedTest(jtu.JaxTestCase):
 
 
 class TpuLoweringTest(jtu.JaxTestCase):
-  """On CPU, exporting for TPU runs Pallas's lowering of the kernel to Mosaic
-  and then stops: 0.4.26's Mosaic compilation asks for the TPU's kind."""
+  """On CPU, exporting for TPU runs Pallas's lowering of the kernel to Mosaic;
+  on jax 0.4.26 it then stops: its Mosaic compilation asks for the TPU's kind.
+  """
 
   def export_for_tpu(self, kernel, out_shape, *shapes, **kwargs):
     call_ = lambda *args: call(kernel, out_shape, *args, interpret=False,
                                **kwargs)
-    export.export(call_, lowering_platforms=("tpu",))(*shapes)
+    export_ = export.export(call_, lowering_platforms=("tpu",))
+    if jax.__version_info__ < (0, 4, 30):
+      with self.assertRaisesRegex(ValueError, "Unrecognized TPU device kind"):
+        export_(*shapes)
+    else:
+      self.assertIn("tpu_custom_call", export_(*shapes).mlir_module())
 
   def test_dmas_semaphores_and_scopes_lower_to_mosaic(self):
     def kernel(x_ref, o_ref, sems):
@@ -349,18 +357,22 @@ class TpuLoweringTest(jtu.JaxTestCase):
         pltpu.semaphore_wait(sem, 2)
         o_ref[...] = buf[...]
       pltpu.run_scoped(body, pltpu.VMEM((128,), jnp.float32), REGULAR)
-    with self.assertRaisesRegex(ValueError, "Unrecognized TPU device kind"):
-      self.export_for_tpu(
-          kernel, jax.ShapeDtypeStruct((128,), jnp.float32),
-          jax.ShapeDtypeStruct((8, 128), jnp.float32), in_spaces=[ANY],
-          scratch_shapes=[DMA((2,))])
+    self.export_for_tpu(
+        kernel, jax.ShapeDtypeStruct((128,), jnp.float32),
+        jax.ShapeDtypeStruct((8, 128), jnp.float32), in_spaces=[ANY],
+        scratch_shapes=[DMA((2,))])
 
-  def test_semaphore_read_does_not_lower(self):
+  def test_semaphore_read_lowering(self):
     def kernel(o_ref, sem):
       o_ref[0] = pltpu.semaphore_read(sem)
+    args = (kernel, jax.ShapeDtypeStruct((1,), jnp.int32))
+    kwargs = dict(out_space=pltpu.SMEM, scratch_shapes=[REGULAR])
+    if jax.__version_info__ >= (0, 4, 30):
+      # Upstream's semaphore_read, which lowers to Mosaic's tpu.sem_read.
+      self.export_for_tpu(*args, **kwargs)
+      return
     with self.assertRaises(LoweringException) as cm:
-      self.export_for_tpu(kernel, jax.ShapeDtypeStruct((1,), jnp.int32),
-                          scratch_shapes=[REGULAR])
+      self.export_for_tpu(*args, **kwargs)
     causes, e = [], cm.exception
     while e is not None:
       causes.append(e)
