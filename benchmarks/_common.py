@@ -30,26 +30,38 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "build"))
 
 
-def upstream_tree() -> Path:
-  """Pristine jax 0.4.26 sources (no patches), extracted once into .work/."""
+def upstream_tree(version: str | None = None) -> Path:
+  """Pristine jax sources (no patches), extracted once into .work/.
+
+  By default the pinned jax 0.4.26, its sdist verified against fork.toml;
+  another release `version` (one the series was rebased onto) is the sdist
+  `build/fork.py rebase` caches, fetched with pip if it is not there.
+  """
   from forktool import upstream as U
-  dest = REPO / ".work" / "upstream-pristine"
+  pin = U.load_pin()
+  pinned = version is None or version == pin.version
+  dest = REPO / ".work" / (
+      "upstream-pristine" if pinned else f"upstream-pristine-{version}")
   if not (dest / "jax" / "__init__.py").exists():
-    pin = U.load_pin()
     U.remove_tree(dest)
-    U.extract(U.get_sdist(pin), pin, dest)
+    if pinned:
+      U.extract(U.get_sdist(pin), pin, dest)
+    else:
+      from forktool import rebase
+      U.extract(rebase.fetch_release_sdist(version, pin.name), None, dest)
   return dest
 
 
-def env_for(which: str) -> dict[str, str]:
+def env_for(which: str, version: str | None = None) -> dict[str, str]:
   """Environment for a worker running `which` in {"fork", "upstream"}.
 
   "fork" is whatever `import jax` gives (the installed fork, or a
-  materialized tree already on PYTHONPATH).
+  materialized tree already on PYTHONPATH); "upstream" is
+  `upstream_tree(version)`.
   """
   env = dict(os.environ)
   if which == "upstream":
-    env["PYTHONPATH"] = str(upstream_tree())
+    env["PYTHONPATH"] = str(upstream_tree(version))
   elif which != "fork":
     raise ValueError(f"unknown jax build {which!r}")
   return env

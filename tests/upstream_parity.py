@@ -11,12 +11,14 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Runs the same worker on the fork (here) and on pristine upstream 0.4.26.
+"""Runs the same worker on the fork (here) and on pristine upstream.
 
 A worker is Python source defining `run_all(cases) -> list`; when run as a
 script with `CASES OUT` arguments it must pickle `run_all(cases)` to OUT.
 Upstream runs in a subprocess over the pristine upstream tree that
-`benchmarks/_common.py` prepares, at the same time as the fork runs here.
+`benchmarks/_common.py` prepares, at the same time as the fork runs here:
+upstream's release of the running jax (0.4.26 for the fork; 0.4.30 for the
+series rebased onto it), which the same jaxlib serves.
 """
 from __future__ import annotations
 
@@ -49,7 +51,7 @@ def run_side_by_side(worker_source: str, cases: list, *,
     cases_file, out_file = Path(tmp) / "cases", Path(tmp) / "out"
     with open(cases_file, "wb") as fh:
       pickle.dump(cases, fh)
-    env = _common.env_for("upstream")
+    env = _common.env_for("upstream", jax.version._version)
     env["JAX_PLATFORMS"] = "cpu"
     env["XLA_FLAGS"] = ""
     upstream = subprocess.Popen(
