@@ -74,6 +74,11 @@ def _mlp(params, x):
   return jnp.mean(h) + 0.5 * jnp.sum(norms)  # <out>
 
 
+def _sin_cos(x):
+  y = jnp.sin(x)  # <ann_sin>
+  return jnp.cos(y)  # <ann_cos>
+
+
 def _mlp_args():
   ws = jnp.ones((3, 4, 4), jnp.float32)
   bs = jnp.zeros((3, 4), jnp.float32)
@@ -278,6 +283,30 @@ class SourceMapperTest(jtu.JaxTestCase):
       col = len(lines[n]) - len(lines[n].lstrip())
       seg = absolute(sm)[n][0]
       self.assertEqual(seg, (col, 0, frame.start_line - 1, frame.start_column))
+
+  def test_jaxpr_with_two_annotations_per_equation(self):
+    # With source_info and name_stack an equation prints two annotations, the
+    # second on a line of its own: that line maps nothing, and every equation
+    # line still maps to its own source line.
+    closed = jax.make_jaxpr(_sin_cos)(1.0)
+    kw = dict(source_info=True, name_stack=True)
+    regions: list = []
+    text = closed.pretty_print(source_map=regions, use_color=False, **kw)
+    lines = text.split("\n")
+    self.assertLen(regions, len(lines))
+    map_text, sm = source_mapper.jaxpr_source_map(closed, **kw)
+    self.assertEqual(map_text, text)
+    groups = absolute(sm)
+    self.assertLen(groups, len(lines) + 1)
+    markers = _marker_lines()
+    eqn_lines = [n for n, l in enumerate(lines) if _EQN_LINE.match(l)]
+    self.assertEqual([lines[n].split(" = ")[1][:3] for n in eqn_lines],
+                     ["sin", "cos"])
+    for n, name in zip(eqn_lines, ["ann_sin", "ann_cos"]):
+      col = len(lines[n]) - len(lines[n].lstrip())
+      self.assertEqual(groups[n][0][:3], (col, 0, markers[name] - 1), lines[n])
+      self.assertEqual(lines[n + 1].strip(), "# []")
+      self.assertEqual(groups[n + 1], [], lines[n + 1])
 
 
 class MlirSourceMapTest(jtu.JaxTestCase):
