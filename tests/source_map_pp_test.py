@@ -498,11 +498,9 @@ class JaxprSourceMapTest(jtu.JaxTestCase):
 class JaxprSourceMapContractTest(jtu.JaxTestCase):
   """Jaxprs printed with two annotations per equation (source and name stack).
 
-  Patch 0006 gives the line holding only the second annotation an empty list
-  of regions; upstream's printer (jax 0.4.27+, superseding it) gives it none,
-  so that its lists no longer line up with the text's lines.
+  The line holding only the second annotation gets an empty list of regions
+  (0006; on 0.4.27+, where upstream's printer gives it none, 0018).
   """
-  superseded_patch = "0006"
 
   _print = JaxprSourceMapTest._print
 
