@@ -315,7 +315,7 @@ class JaxprSourceMapTest(jtu.JaxTestCase):
     self.assertEqual(lines[2][a:b], "c:f32[3] = mul b 3.0")
     self.assertEqual(frame.start_line, _line_of(f, "y * 3.0"))
     # The same through the ClosedJaxpr (and with the other options:
-    # JaxprSourceMapContractTest.test_color_and_annotations).
+    # JaxprAnnotationsSourceMapTest.test_color_and_annotations).
     closed_regions = []
     self.assertEqual(jaxpr.pretty_print(source_map=closed_regions, width=40,
                                         use_color=False), text)
@@ -495,7 +495,7 @@ class JaxprSourceMapTest(jtu.JaxTestCase):
     self._assert_eqn_frame(text, regions, "scan", f, "lax.scan")
 
 
-class JaxprSourceMapContractTest(jtu.JaxTestCase):
+class JaxprAnnotationsSourceMapTest(jtu.JaxTestCase):
   """Jaxprs printed with two annotations per equation (source and name stack).
 
   The line holding only the second annotation gets an empty list of regions
