@@ -352,6 +352,19 @@ class MlirSourceMapTest(jtu.JaxTestCase):
         "op9": [(2, 3, 0, 0), end("op9")],
     })
 
+  def test_dump_debug_info_flag_does_not_apply(self):
+    # A source map is not a dump: jax_include_debug_info_in_dumps=false, which
+    # keeps locations out of the dumps, leaves the map as it is.
+    text = "\n".join(['#loc1 = loc("/a.py":3:4)', "module @m {",
+                      '  %0 = "t.op0"() : () -> i32 loc(#loc1)',
+                      "} loc(#loc)", "#loc = loc(unknown)"])
+    printed, sm = source_mapper.mlir_source_map(text)
+    self.assertEqual(sum(map(len, absolute(sm))), 2)
+    old = jax.config.values["jax_include_debug_info_in_dumps"]
+    self.addCleanup(jax.config.update, "jax_include_debug_info_in_dumps", old)
+    jax.config.update("jax_include_debug_info_in_dumps", "false")
+    self.assertEqual(source_mapper.mlir_source_map(text), (printed, sm))
+
   def test_bad_text(self):
     with self.assertRaisesRegex(ValueError, "never defined"):
       source_mapper.mlir_source_map(
