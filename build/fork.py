@@ -71,7 +71,6 @@ def cmd_export(args) -> int:
 def cmd_check(args) -> int:
   patches_dir = Path(args.patches)
   problems = P.check_series(patches_dir)
-  pin = U.load_pin()
   if not problems:
     src, pin = R.base_sdist(args)   # the pin, or the release --from names
     with tempfile.TemporaryDirectory() as tmp:

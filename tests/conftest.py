@@ -14,6 +14,7 @@
 """Test session setup: 8 host CPU devices, before anything imports jax."""
 from __future__ import annotations
 
+import functools
 import os
 
 _flag = "--xla_force_host_platform_device_count=8"
@@ -62,22 +63,24 @@ if pytest is not None:
     deselected, not skipped.
     """
     import jax   # after the environment above is set
-    release = tuple(int(p) for p in jax.version._version.split("."))
     keep, drop = [], []
     for item in items:
       number = getattr(getattr(item, "cls", None), "superseded_patch", None)
-      since = number and _superseded_in(number)
-      (drop if since and release >= since else keep).append(item)
+      superseded = number and _superseded_on(number, jax.version._version)
+      (drop if superseded else keep).append(item)
     if drop:
       config.hook.pytest_deselected(items=drop)
       items[:] = keep
 
 
-def _superseded_in(number: str) -> tuple[int, ...] | None:
-  """The release of patch NNNN's `Superseded-In: jax X.Y.Z` field."""
-  import re
+@functools.lru_cache(maxsize=None)
+def _superseded_on(number: str, release: str) -> bool:
+  """Whether patch NNNN's `Superseded-In` field names `release` or earlier."""
+  import sys
   from pathlib import Path
-  patches = Path(__file__).resolve().parents[1] / "patches"
-  (path,) = patches.glob(f"{number}-*.patch")
-  m = re.search(r"^Superseded-In: jax ([0-9.]+)$", path.read_text(), re.M)
-  return tuple(int(p) for p in m.group(1).split(".")) if m else None
+  repo = Path(__file__).resolve().parents[1]
+  sys.path.insert(0, str(repo / "build"))
+  from forktool import patches as P
+  from forktool import rebase as R
+  (path,) = (repo / "patches").glob(f"{number}-*.patch")
+  return R.superseded_on(P.read_patch(path).superseded_in(), release)

@@ -86,28 +86,30 @@ class Patch:
         out[m.group(1)] = m.group(2).strip()
     return out
 
-  def superseded_in(self) -> str | None:
-    """The release version of the `Superseded-In` field, or None."""
-    value = self.fields().get(SUPERSEDED_FIELD)
+  def _field(self, key: str, pattern: re.Pattern, form: str
+             ) -> re.Match | None:
+    """The match of field `key`'s value against `pattern`, or None without
+    the field; a PatchError saying `form` for a value that does not match."""
+    value = self.fields().get(key)
     if value is None:
       return None
-    m = _SUPERSEDED_RE.match(value)
+    m = pattern.match(value)
     if not m:
-      raise PatchError(f"{self.name}: {SUPERSEDED_FIELD} must be 'jax X.Y.Z' "
-                       "(the first release with upstream's own version of "
-                       f"the change), not {value!r}")
-    return m.group(1)
+      raise PatchError(f"{self.name}: {key} must be {form}, not {value!r}")
+    return m
+
+  def superseded_in(self) -> str | None:
+    """The release version of the `Superseded-In` field, or None."""
+    m = self._field(SUPERSEDED_FIELD, _SUPERSEDED_RE,
+                    "'jax X.Y.Z' (the first release with upstream's own "
+                    "version of the change)")
+    return m and m.group(1)
 
   def rebased_from(self) -> tuple[str, str] | None:
     """(file name, git blob id) of the `Rebased-From` field, or None."""
-    value = self.fields().get(REBASED_FIELD)
-    if value is None:
-      return None
-    m = _REBASED_RE.match(value)
-    if not m:
-      raise PatchError(f"{self.name}: {REBASED_FIELD} must be 'NAME.patch "
-                       f"blob GIT_BLOB_ID', not {value!r}")
-    return m.group(1), m.group(2)
+    m = self._field(REBASED_FIELD, _REBASED_RE,
+                    "'NAME.patch blob GIT_BLOB_ID'")
+    return m and (m.group(1), m.group(2))
 
   def with_rebased_from(self, path: Path) -> Patch:
     """This patch, its message naming `path` as what it is rebased from (in
