@@ -20,8 +20,10 @@ extracted from the verified sdist (the same jaxlib serves both).
 """
 from __future__ import annotations
 
+import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -65,6 +67,40 @@ def env_for(which: str, version: str | None = None) -> dict[str, str]:
   elif which != "fork":
     raise ValueError(f"unknown jax build {which!r}")
   return env
+
+
+class Worker:
+  """A worker process, `python -c SOURCE *args` in `env_for(which)`.
+
+  It speaks JSON lines: `info` is the first line it prints; `call(*words)`
+  writes the words as one line to its stdin and returns the line it answers.
+  """
+
+  def __init__(self, which: str, source: str, *args: str,
+               env: dict[str, str | None] | None = None):
+    full_env = env_for(which)
+    full_env["PYTHONHASHSEED"] = "0"   # the same dict/set layouts everywhere
+    for k, v in (env or {}).items():
+      if v is None:
+        full_env.pop(k, None)
+      else:
+        full_env[k] = v
+    self.proc = subprocess.Popen(
+        [sys.executable, "-c", source, *args], env=full_env,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    self.info = self.read()
+
+  def read(self):
+    return json.loads(self.proc.stdout.readline())
+
+  def call(self, *words):
+    self.proc.stdin.write(" ".join(map(str, words)) + "\n")
+    self.proc.stdin.flush()
+    return self.read()
+
+  def close(self):
+    self.proc.stdin.close()
+    self.proc.wait(timeout=60)
 
 
 def timeit(fn, *, repeat: int = 7, number: int | None = None,

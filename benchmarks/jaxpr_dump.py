@@ -32,13 +32,10 @@ Run: python benchmarks/jaxpr_dump.py [--rounds N]
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
 import sys
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
-import _common  # noqa: E402
+import _common
 
 _WORKER = r'''
 import gc, json, statistics, sys, tempfile, time
@@ -104,29 +101,6 @@ for line in sys.stdin:
 '''
 
 
-class _Worker:
-
-  def __init__(self, which: str):
-    env = _common.env_for(which)
-    env["PYTHONHASHSEED"] = "0"
-    env["JAX_PLATFORMS"] = "cpu"
-    env.pop("JAX_DUMP_IR_TO", None)
-    self.proc = subprocess.Popen(
-        [sys.executable, "-c", _WORKER, str(_common.REPO / "examples")],
-        env=env,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    self.info = json.loads(self.proc.stdout.readline())
-
-  def run(self, what: str, number: int):
-    self.proc.stdin.write(f"{what} {number}\n")
-    self.proc.stdin.flush()
-    return json.loads(self.proc.stdout.readline())
-
-  def close(self):
-    self.proc.stdin.close()
-    self.proc.wait(timeout=60)
-
-
 def main() -> None:
   ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   ap.add_argument("--rounds", type=int, default=7)
@@ -134,7 +108,10 @@ def main() -> None:
   ap.add_argument("--compiles", type=int, default=3)
   args = ap.parse_args()
 
-  fork, upstream = _Worker("fork"), _Worker("upstream")
+  fork, upstream = (
+      _common.Worker(which, _WORKER, str(_common.REPO / "examples"),
+                     env={"JAX_PLATFORMS": "cpu", "JAX_DUMP_IR_TO": None})
+      for which in ("fork", "upstream"))
   if not fork.info["fork"] or upstream.info["fork"]:
     sys.exit(f"expected the fork and upstream, got {fork.info} and "
              f"{upstream.info}; put the fork on PYTHONPATH")
@@ -149,11 +126,11 @@ def main() -> None:
       if r % 2:
         order.reverse()
       for w, tag in order:
-        times[f"dispatch_{tag}"].append(w.run("dispatch",
+        times[f"dispatch_{tag}"].append(w.call("dispatch",
                                               args.dispatch_calls))
       for w, tag in order:
-        times[f"compile_{tag}"].append(w.run("compile", args.compiles))
-      times["compile_dump"].append(fork.run("compile_dump", args.compiles))
+        times[f"compile_{tag}"].append(w.call("compile", args.compiles))
+      times["compile_dump"].append(fork.call("compile_dump", args.compiles))
   finally:
     fork.close()
     upstream.close()

@@ -30,14 +30,10 @@ Run: python benchmarks/source_map_pp.py [--rounds N] [--procs N] [--control]
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
-import sys
 import time
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
-import _common  # noqa: E402
+import _common
 
 _WORKER = r'''
 import gc, json, sys, time
@@ -103,27 +99,6 @@ for line in sys.stdin:
 '''
 
 
-class _Worker:
-
-  def __init__(self, which: str, *args: str):
-    env = _common.env_for(which)
-    env["PYTHONHASHSEED"] = "0"  # the same dict/set layouts on both sides
-    self.proc = subprocess.Popen(
-        [sys.executable, "-c", _WORKER, *args], env=env,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    self.info = json.loads(self.proc.stdout.readline())
-    self.extra = [json.loads(self.proc.stdout.readline()) for _ in args]
-
-  def time(self, mode: str, number: int) -> float:
-    self.proc.stdin.write(f"{mode} {number}\n")
-    self.proc.stdin.flush()
-    return json.loads(self.proc.stdout.readline())
-
-  def close(self):
-    self.proc.stdin.close()
-    self.proc.wait()
-
-
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--rounds", type=int, default=15)
@@ -141,22 +116,23 @@ def main() -> None:
   t0 = time.perf_counter()
   # Separate workers for each kind of timing: a worker that also collects
   # maps would carry their garbage and caches into its plain timings.
-  mappers = [_Worker("fork", *(["check"] if p == 0 else []))
+  mappers = [_common.Worker("fork", _WORKER, *(["check"] if p == 0 else []))
              for p in range(args.procs)]
-  forks = [_Worker("fork") for _ in range(args.procs)]
-  ups = [_Worker("fork" if args.control else "upstream")
+  forks = [_common.Worker("fork", _WORKER) for _ in range(args.procs)]
+  ups = [_common.Worker("fork" if args.control else "upstream", _WORKER)
          for _ in range(args.procs)]
   fork, upstream = mappers[0], ups[0]
+  check = fork.read()   # the "check" line
   assert fork.info["eqns"] == upstream.info["eqns"], (fork.info, upstream.info)
   print(f"jaxpr: grad of a 12-layer transformer block stack, "
         f"{fork.info['eqns']} top-level equations; "
         f"fork {fork.info['version']} vs upstream {upstream.info['version']}")
-  print(f"source map: {fork.extra[0]['lines']} lines, "
-        f"{fork.extra[0]['regions']} regions")
+  print(f"source map: {check['lines']} lines, "
+        f"{check['regions']} regions")
   for w in forks + ups:  # warm up
-    w.time("plain", 1)
+    w.call("plain", 1)
   for w in mappers:
-    w.time("map", 1)
+    w.call("map", 1)
 
   # plain[p][r]: worker p, round r.
   plain, mapped, up = ([[] for _ in range(args.procs)] for _ in range(3))
@@ -169,7 +145,7 @@ def main() -> None:
                                       (up, ups[p], "plain"))]
     k = r % len(jobs)
     for out, worker, mode in jobs[k:] + jobs[:k]:
-      out.append(worker.time(mode, args.number))
+      out.append(worker.call(mode, args.number))
   for w in mappers + forks + ups:
     w.close()
 

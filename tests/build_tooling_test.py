@@ -25,16 +25,15 @@ from unittest import mock
 
 from absl.testing import absltest
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "build"))
+from forktool import backend as B
+from forktool import fulltree as FT
+from forktool import patches as P
+from forktool import tree as T
+from forktool import upstream as U
+from forktool import upstream_tests as UT
+from forktool import wheel as W
 
-from forktool import backend as B  # noqa: E402
-from forktool import fulltree as FT  # noqa: E402
-from forktool import patches as P  # noqa: E402
-from forktool import tree as T  # noqa: E402
-from forktool import upstream as U  # noqa: E402
-from forktool import upstream_tests as UT  # noqa: E402
-from forktool import wheel as W  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 PATCHES = REPO / "patches"
 FORK_PY = REPO / "build" / "fork.py"

@@ -76,11 +76,8 @@ if pytest is not None:
 @functools.lru_cache(maxsize=None)
 def _superseded_on(number: str, release: str) -> bool:
   """Whether patch NNNN's `Superseded-In` field names `release` or earlier."""
-  import sys
-  from pathlib import Path
-  repo = Path(__file__).resolve().parents[1]
-  sys.path.insert(0, str(repo / "build"))
-  from forktool import patches as P
+  from forktool import patches as P   # build/ (pytest's pythonpath)
   from forktool import rebase as R
-  (path,) = (repo / "patches").glob(f"{number}-*.patch")
+  from forktool import upstream as U
+  (path,) = (U.REPO_ROOT / "patches").glob(f"{number}-*.patch")
   return R.superseded_on(P.read_patch(path).superseded_in(), release)

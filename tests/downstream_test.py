@@ -15,16 +15,12 @@
 from __future__ import annotations
 
 import importlib.metadata
-import sys
 import tempfile
-from pathlib import Path
 
 from absl.testing import absltest
 import numpy as np
 
 import jax
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
 try:
   import flax_train  # needs flax, optax, orbax-checkpoint

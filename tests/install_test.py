@@ -36,11 +36,10 @@ from absl.testing import absltest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "build"))
+from forktool import upstream as U
+from forktool import wheel as W
 
-from forktool import upstream as U  # noqa: E402
-from forktool import wheel as W  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 PIN = U.load_pin(REPO)
 # What the fork changes in upstream's metadata (documented in README,

@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import collections
 import os
-import pathlib
 import re
 import shutil
-import sys
 import tempfile
 
 from absl.testing import absltest
@@ -41,9 +39,7 @@ from jax._src import jaxpr_dump
 from jax._src import source_info_util
 from jax._src import test_util as jtu
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] /
-                       "examples"))
-from mlp_train_step import train_inputs, train_step  # noqa: E402
+from mlp_train_step import train_inputs, train_step
 
 try:
   from playwright import sync_api as playwright_api

@@ -47,11 +47,9 @@ from jax._src import source_info_util
 from jax._src import sourcemap
 from jax._src import test_util as jtu
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] /
-                       "examples"))
 # The realistic train step: a small MLP, a scan over micro-batches, remat on
 # each layer, and an Adam update (shared with benchmarks/jaxpr_dump.py).
-from mlp_train_step import train_inputs, train_step  # noqa: E402
+from mlp_train_step import train_inputs, train_step
 
 _OPTIONS = ("jax_dump_ir_to", "jax_dump_ir_modes", "jax_dump_ir_filter",
             "jax_dump_ir_local_dir", "jax_dump_ir_delete_local_after",

@@ -28,11 +28,10 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "build"))
+from forktool import patches as P
+from forktool import rebase as R
 
-from forktool import patches as P  # noqa: E402
-from forktool import rebase as R  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 RECORDS = sorted((REPO / "rebases").glob("jax-*"))
 REDO = ("redo `build/fork.py rebase --onto {v}` and resolve it with this "

@@ -33,13 +33,12 @@ from unittest import mock
 
 from absl.testing import absltest
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "build"))
+from forktool import patches as P
+from forktool import rebase as R
+from forktool import tree as T
+from forktool import upstream as U
 
-from forktool import patches as P  # noqa: E402
-from forktool import rebase as R  # noqa: E402
-from forktool import tree as T  # noqa: E402
-from forktool import upstream as U  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 FORK_PY = REPO / "build" / "fork.py"
 

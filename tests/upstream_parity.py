@@ -37,12 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 def run_side_by_side(worker_source: str, cases: list, *,
                      timeout: float = 900) -> tuple[list, list]:
   """Returns (ours, upstream's) results of `run_all(cases)`."""
-  bench_dir = str(REPO / "benchmarks")
-  sys.path.insert(0, bench_dir)
-  try:
-    import _common  # pytype: disable=import-error
-  finally:
-    sys.path.remove(bench_dir)
+  import _common  # benchmarks/ (pytest's pythonpath)
   namespace: dict = {"__name__": "worker"}
   exec(compile(worker_source, "worker", "exec"), namespace)
   with tempfile.TemporaryDirectory() as tmp:

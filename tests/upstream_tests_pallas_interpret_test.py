@@ -23,10 +23,9 @@ from pathlib import Path
 
 from absl.testing import absltest
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "build"))
+from forktool import upstream_tests as UT
 
-from forktool import upstream_tests as UT  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 # Stands in for an upstream TPU test file: gated on a TPU generation, calling
 # pallas_call without interpret=True, comparing with numpy's default rtol.
