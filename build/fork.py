@@ -19,9 +19,11 @@
   python build/fork.py check                            # series sanity
   python build/fork.py rebase --onto 0.4.30             # series onto a release
   python build/fork.py rebase-report --onto 0.4.27 0.4.28  # Markdown tables
+  python build/fork.py record-status                    # rebases/ vs patches/
   python build/fork.py wheel [--out dist]               # reproducible wheel
   python build/fork.py upstream-tests --jax-repo PATH lax_test shard_map_test
   python build/fork.py tree --jax-repo PATH [--tag jax-v0.4.26] [--dir OUT]
+  (--jax-repo: a jax-ml/jax clone or git bundle; default $JAX_UPSTREAM_REPO)
 """
 from __future__ import annotations
 

@@ -254,6 +254,25 @@ class MaterializeExportTest(ToolingTestCase):
     self.assertEqual(names[-1], f"{last + 1:04d}-probe-add-a-file.patch")
     self.assertEqual(P.check_series(out), [])
 
+  def test_a_deleted_patchs_number_is_never_given_again(self):
+    # patches/ in a repository that once committed 0099, since deleted.
+    out = self.copy_patches()
+    T.git(self.tmp, "init", "-q")
+    (out / "0099-gone.patch").write_bytes(b"")
+    T.git(self.tmp, "add", "-A")
+    T.git(self.tmp, "commit", "-qm", "with 0099")
+    T.git(self.tmp, "rm", "-q", str(out / "0099-gone.patch"))
+    T.git(self.tmp, "commit", "-qm", "without 0099")
+    self.assertIn(99, T.committed_numbers(out))
+    tree = self.tmp / "tree"
+    T.materialize(tree, PATCHES)
+    (tree / "jax" / "fork_probe.py").write_text("X = 1\n")
+    T.git(tree, "add", "-A")
+    T.git(tree, "commit", "-q", "-m",
+          "probe: add a file\n\nWhy.\n\nOrigin: jax-fork\nForwarded: "
+          "not-needed\nLast-Update: 2026-11-30\n")
+    self.assertEqual(T.export(tree, out)[-1], "0100-probe-add-a-file.patch")
+
   def test_failed_materialize_leaves_existing_tree_as_it_was(self):
     tree = self.tmp / "tree"
     T.materialize(tree, PATCHES)
@@ -721,6 +740,29 @@ class FullTreeTest(ToolingTestCase):
     self.assertFalse(dest.exists())
     self.assertEqual([x for x in os.listdir(self.tmp) if ".tmp-" in x], [])
 
+  def test_check_installed_names_every_file_not_the_trees(self):
+    site = self.tmp / "site"
+    shutil.copytree(self.out / "jax", site / "jax",
+                    ignore=shutil.ignore_patterns("BUILD"))
+    py = self.tmp / "py"
+    py.write_text(f"#!/bin/sh\nPYTHONPATH={site} exec {sys.executable} "
+                  "\"$@\"\n")
+    py.chmod(0o755)
+    self.assertEqual(FT.differing_from_installed(self.out, PATCHES, str(py)),
+                     [])
+    # A file that `import jax` does not import, which the series patches.
+    patched = next(path for name in P.read_series(PATCHES)
+                   for path in P.read_patch(PATCHES / name).touched_paths()
+                   if path.startswith("jax/_src/pallas/"))
+    with open(site / patched, "a") as f:
+      f.write("# edited\n")
+    (site / "jax" / "extra.py").write_text("")
+    self.assertEqual(FT.differing_from_installed(self.out, PATCHES, str(py)),
+                     sorted([patched, "jax/extra.py"]))
+    (site / patched).unlink()
+    self.assertEqual(FT.differing_from_installed(self.out, PATCHES, str(py)),
+                     ["jax/extra.py", patched])
+
   def test_unknown_tag_is_named(self):
     r = run_cli("tree", "--jax-repo", str(self.repo), "--tag", "jax-v9.9.9",
                 "--dir", str(self.tmp / "t"))
@@ -733,9 +775,10 @@ class UpstreamCompareTest(ToolingTestCase):
   def test_sets_expand_in_order_without_duplicates(self):
     self.assertEqual(UT.selected_tests(["lax_test", "extra_test.py"],
                                        ["ci", "core"]),
-                     ["checkify_test", "lax_numpy_indexing_test", "lax_test",
-                      "lax_autodiff_test", "lax_numpy_test", "shard_map_test",
-                      "core_test", "api_test", "pjit_test", "extra_test"])
+                     ["lax_test", "shard_map_test", "checkify_test",
+                      "lax_numpy_indexing_test", "lax_autodiff_test",
+                      "lax_numpy_test", "core_test", "api_test", "pjit_test",
+                      "extra_test"])
     self.assertLen(UT.SETS["wide"], 34)
 
   def test_compare_reports_only_failures_new_on_the_fork(self):
@@ -765,10 +808,94 @@ class UpstreamCompareTest(ToolingTestCase):
     self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
     self.assertIn("tiny_test: fork 2 passed, 2 failed, 0 skipped, 0 errors | "
                   "upstream 2 passed, 2 failed, 0 skipped, 0 errors | "
-                  "1 new on the fork", r.stdout)
+                  "1 also fail on upstream | 1 new on the fork", r.stdout)
     new = [l.strip() for l in r.stdout.splitlines() if "new failure:" in l]
     self.assertEqual(new, ["new failure: tiny_test.py::test_new_on_fork"])
     self.assertIn("| `tiny_test` | 2 / 2 / 0 | 2 / 2 / 0 | 1 |", r.stdout)
+
+  def test_recheck_reruns_only_the_forks_failures_on_upstream(self):
+    pythons = {kind: python_with_this_jax(self.tmp / f"python-{kind}",
+                                          FAKE_KIND=kind)
+               for kind in ("fork", "upstream")}
+    work = self.tmp / "work"
+    (work / "tests").mkdir(parents=True)
+    (work / "tests" / "tiny_test.py").write_text(
+        "import os, pathlib\n"
+        "def setup_function(f):\n"   # which tests ran where
+        "  with open(os.environ['RAN_LOG'], 'a') as log:\n"
+        "    log.write(f\"{os.environ['FAKE_KIND']} {f.__name__}\\n\")\n"
+        "def test_new_on_fork():\n"
+        "  assert os.environ['FAKE_KIND'] == 'upstream'\n"
+        "def test_fails_on_both():\n"
+        "  assert False\n"
+        "def test_fails_only_upstream():\n"
+        "  assert os.environ['FAKE_KIND'] == 'fork'\n"
+        "def test_passes():\n"
+        "  pass\n")
+    commit_and_tag(work, "jax-v0.4.26")
+    ran = self.tmp / "ran.log"
+    r = run_cli("upstream-tests", "--jax-repo", str(work), "--python",
+                pythons["fork"], "--recheck", pythons["upstream"],
+                "--log-dir", str(self.tmp / "logs"), "tiny_test",
+                env=dict(os.environ, RAN_LOG=str(ran)))
+    self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+    self.assertIn("tiny_test: fork 2 passed, 2 failed, 0 skipped, 0 errors | "
+                  "1 also fail on upstream | 1 new on the fork", r.stdout)
+    new = [l.strip() for l in r.stdout.splitlines() if "new failure:" in l]
+    self.assertEqual(new, ["new failure: tiny_test.py::test_new_on_fork"])
+    self.assertEqual(sorted(l for l in ran.read_text().splitlines()
+                            if l.startswith("upstream")),
+                     ["upstream test_fails_on_both",
+                      "upstream test_new_on_fork"])
+
+  def test_a_file_that_ran_no_test_fails_the_run(self):
+    work = self.tmp / "work"
+    (work / "tests").mkdir(parents=True)
+    (work / "tests" / "gated_test.py").write_text(
+        "import pytest\n"
+        "@pytest.mark.skip(reason='Need TPU devices')\n"
+        "def test_on_tpu():\n"
+        "  pass\n")
+    (work / "tests" / "ok_test.py").write_text("def test_ok():\n  pass\n")
+    commit_and_tag(work, "jax-v0.4.26")
+    py = python_with_this_jax(self.tmp / "py")
+    for args in ([], ["--recheck", py]):
+      r = run_cli("upstream-tests", "--jax-repo", str(work), "--python", py,
+                  *args, "--log-dir", str(self.tmp / "logs"), "gated_test",
+                  "ok_test")
+      self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+      self.assertIn("gated_test.py ran no test", r.stdout)
+      self.assertNotIn("ok_test.py ran no test", r.stdout)
+      r = run_cli("upstream-tests", "--jax-repo", str(work), "--python", py,
+                  *args, "--log-dir", str(self.tmp / "logs"), "-k", "nothing",
+                  "ok_test")
+      self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+      self.assertIn("ok_test.py ran no test", r.stdout)
+
+  def test_jax_repo_is_a_bundle_or_the_environment_names_it(self):
+    work = self.tmp / "work"
+    (work / "tests").mkdir(parents=True)
+    (work / "tests" / "tiny_test.py").write_text("def test_ok():\n  pass\n")
+    commit_and_tag(work, "jax-v0.4.26")
+    bundle = self.tmp / "jax.bundle"
+    T.git(work, "bundle", "create", "-q", str(bundle), "--all")
+    self.assertTrue(T.is_bundle(bundle))
+    self.assertFalse(T.is_bundle(work))
+    py = python_with_this_jax(self.tmp / "py")
+    for args, env in ((["--jax-repo", str(bundle)], dict(os.environ)),
+                      ([], dict(os.environ, **{T.JAX_REPO_ENV: str(bundle)}))):
+      r = run_cli("upstream-tests", *args, "--python", py, "--log-dir",
+                  str(self.tmp / "logs"), "tiny_test", env=env)
+      self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+      self.assertIn("tiny_test: 1 passed, 0 failed", r.stdout)
+    r = run_cli("upstream-tests", "--python", py, "tiny_test",
+                env=dict(os.environ, **{T.JAX_REPO_ENV: ""}))
+    self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+    self.assertIn("--jax-repo", r.stderr)
+    r = run_cli("upstream-tests", "--jax-repo", str(self.tmp / "nowhere"),
+                "--python", py, "tiny_test")
+    self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+    self.assertIn("does not exist", r.stderr)
 
 
 if __name__ == "__main__":

@@ -219,18 +219,47 @@ def build(dest: Path, jax_repo: Path, patches_dir: Path, tag: str = DEFAULT_TAG,
                     from_sdist=from_sdist, patches=names)
 
 
+def differing_from_installed(tree: Path, patches_dir: Path,
+                             python: str) -> list[str]:
+  """What keeps the `jax` package that `python` imports from being the
+  tree's: its files that the tree's `jax/` lacks or holds other bytes of,
+  and the series' `jax/` files it lacks.  (The tree also holds files that
+  upstream does not package: BUILD files, jax2tf's examples, ...)"""
+  proc = subprocess.run(
+      [python, "-c", "import jax, os; print(os.path.dirname(jax.__file__))"],
+      capture_output=True, text=True, cwd=tempfile.gettempdir())
+  if proc.returncode != 0:
+    raise T.TreeError(f"{python} cannot import jax: {proc.stderr.strip()}")
+  installed = Path(proc.stdout.strip())
+  out = []
+  for p in sorted(installed.rglob("*")):
+    rel = p.relative_to(installed).as_posix()
+    if p.is_file() and "__pycache__" not in p.parts and not (
+        (tree / "jax" / rel).is_file()
+        and (tree / "jax" / rel).read_bytes() == p.read_bytes()):
+      out.append(f"jax/{rel}")
+  for name in P.read_series(patches_dir):
+    out += sorted(path for path in P.read_patch(patches_dir / name)
+                  .touched_paths() if path.startswith("jax/")
+                  and (tree / path).exists()
+                  and not (installed / path[4:]).exists())
+  return out
+
+
 def add_arguments(p, default_dir: Path) -> None:
-  p.add_argument("--jax-repo", required=True,
-                 help="a git clone of jax-ml/jax (bare or not) with its tags")
+  T.add_jax_repo_argument(p)
   p.add_argument("--tag", default=DEFAULT_TAG,
                  help=f"upstream's release tag (default {DEFAULT_TAG})")
   p.add_argument("--dir", default=str(default_dir),
                  help="where to write the tree (replaced only on success)")
+  p.add_argument("--check-installed", metavar="PYTHON", default=None,
+                 help="then check that the jax package PYTHON imports (the "
+                      "installed fork) is the tree's jax/, byte for byte")
 
 
 def main(args) -> int:
-  r = build(Path(args.dir), Path(args.jax_repo), Path(args.patches),
-            args.tag, args.sdist)
+  with T.open_jax_repo(args.jax_repo) as repo:
+    r = build(Path(args.dir), repo, Path(args.patches), args.tag, args.sdist)
   print(f"tree {r.dest}: {r.tag} ({r.tag_commit[:12]}), "
         f"{len(r.from_sdist)} jax/ file(s) from the pinned sdist, "
         f"{len(r.patches)} patches applied (one commit each)")
@@ -238,4 +267,12 @@ def main(args) -> int:
     print(f"  from sdist: {p}")
   for p in r.missing:
     print(f"  left out (blob missing from the clone): {p}")
+  if args.check_installed:
+    differing = differing_from_installed(r.dest, Path(args.patches),
+                                         args.check_installed)
+    for path in differing:
+      print(f"  not the installed jax's: {path}")
+    if differing:
+      return 1
+    print(f"tree {r.dest}: jax/ holds the installed jax, byte for byte")
   return 0

@@ -527,8 +527,51 @@ def cmd_rebase_report(args) -> int:
   return 0
 
 
+def record_lag(record: Path, patches_dir: Path) -> list[str]:
+  """How `record` (a series rebased under rebases/jax-VERSION) lags behind
+  the series in `patches_dir`: a line per record patch whose `patches/` file
+  has changed since it was rebased (by its `Rebased-From`) or is gone, and
+  per patch of the series, not superseded on VERSION, that it lacks.  Empty
+  when the record is the rebase of today's series."""
+  version = record.name.removeprefix("jax-")
+  series = P.read_series(patches_dir)
+  out, sources = [], set()
+  for name in P.read_series(record):
+    source = P.read_patch(record / name).rebased_from()
+    if source is None:
+      out.append(f"{name}: has no {P.REBASED_FIELD}")
+      continue
+    sources.add(source[0])
+    path = patches_dir / source[0]
+    if source[0] not in series:
+      out.append(f"{name}: patches/{source[0]} is no longer in the series")
+    elif P.blob_id(path.read_bytes()) != source[1]:
+      out.append(f"{name}: patches/{source[0]} has changed since (blob "
+                 f"{source[1][:12]}, now {P.blob_id(path.read_bytes())[:12]})")
+  for name in series:
+    if name not in sources and not superseded_on(
+        P.read_patch(patches_dir / name).superseded_in(), version):
+      out.append(f"{name}: not in the record")
+  return out
+
+
+def cmd_record_status(args) -> int:
+  records = [Path(r) for r in args.record] or sorted(
+      (U.REPO_ROOT / "rebases").glob("jax-*"))
+  lagging = False
+  for record in records:
+    lag = record_lag(record, Path(args.patches))
+    print(f"{record.name}: " + (f"{len(lag)} patch(es) behind patches/"
+                                if lag else "the rebase of today's patches/"))
+    for line in lag:
+      print(f"  {line}")
+    lagging = lagging or bool(lag)
+  return 1 if lagging and args.strict else 0
+
+
 def add_commands(sub, default_patches: Path) -> None:
-  """Adds `rebase` and `rebase-report` to build/fork.py's subparsers."""
+  """Adds `rebase`, `rebase-report` and `record-status` to build/fork.py's
+  subparsers."""
   def common(p):
     p.add_argument("--patches", default=str(default_patches),
                    help="the patch folder (with its series file)")
@@ -569,3 +612,14 @@ def add_commands(sub, default_patches: Path) -> None:
   p.add_argument("--json", default=None, metavar="FILE",
                  help="also write the results as JSON")
   p.set_defaults(fn=cmd_rebase_report)
+
+  p = sub.add_parser("record-status", help="which patches of each rebased "
+                     "series under rebases/ lag behind patches/ (a report; "
+                     "--strict makes lag an error, as at a release)")
+  p.add_argument("--patches", default=str(default_patches),
+                 help="the patch folder (with its series file)")
+  p.add_argument("record", nargs="*",
+                 help="rebases/jax-VERSION folders (default: all)")
+  p.add_argument("--strict", action="store_true",
+                 help="exit 1 when a record lags behind")
+  p.set_defaults(fn=cmd_record_status)

@@ -22,12 +22,15 @@ configuration and fixed dates, so that materialize + export is byte-stable.
 """
 from __future__ import annotations
 
+import argparse
+import contextlib
 import os
 import re
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Iterator
 
 from . import patches as P
 from . import upstream as U
@@ -95,6 +98,47 @@ def find_git_dir(repo: Path) -> Path:
       raise TreeError(f"{dot_git} does not name a git directory")
     return (repo / text[len("gitdir: "):]).resolve()
   return repo
+
+
+JAX_REPO_ENV = "JAX_UPSTREAM_REPO"
+
+
+def add_jax_repo_argument(p: argparse.ArgumentParser) -> None:
+  """`--jax-repo`: where upstream's sources come from (see open_jax_repo)."""
+  p.add_argument("--jax-repo", default=os.environ.get(JAX_REPO_ENV),
+                 required=not os.environ.get(JAX_REPO_ENV),
+                 help="jax-ml/jax's sources: a git clone (bare or not) or a "
+                      f"git bundle, with its release tags (default "
+                      f"${JAX_REPO_ENV})")
+
+
+def is_bundle(path: Path) -> bool:
+  """Whether `path` is a git bundle file (`git bundle create`)."""
+  try:
+    with open(path, "rb") as f:
+      return f.readline().startswith((b"# v2 git bundle", b"# v3 git bundle"))
+  except (IsADirectoryError, FileNotFoundError, NotADirectoryError):
+    return False
+
+
+@contextlib.contextmanager
+def open_jax_repo(path: str | os.PathLike) -> Iterator[Path]:
+  """A clone of jax-ml/jax for `git_run(..., git_dir=True)`, from `path`.
+
+  `path` is a clone (bare, a work tree or a linked worktree), used in place,
+  or a git bundle, cloned bare into a temporary folder for the duration.
+  """
+  path = Path(path)
+  if not path.exists():
+    raise TreeError(f"--jax-repo {path} does not exist (a jax-ml/jax clone "
+                    f"or git bundle; or set ${JAX_REPO_ENV})")
+  if not is_bundle(path):
+    yield path
+    return
+  with tempfile.TemporaryDirectory(prefix="jax-upstream-") as tmp:
+    git(Path(tmp), "clone", "-q", "--bare", str(path.resolve()),
+        str(Path(tmp) / "jax.git"))
+    yield Path(tmp) / "jax.git"
 
 
 _UNMATERIALIZED_KEY = "forktool.unmaterialized"
@@ -236,6 +280,20 @@ def _slug(subject: str) -> str:
   return "-".join(s.split("-")[:8]) or "patch"
 
 
+def committed_numbers(patches_dir: Path) -> set[int]:
+  """The numbers of every patch file the repository holding `patches_dir`
+  ever committed there (none outside a git clone): a deleted patch's number
+  is never given again."""
+  if not patches_dir.is_dir():
+    return set()
+  proc = git_run(patches_dir, "log", "--all", "--format=", "--name-only",
+                 "--relative", "--", ".", check=False)
+  names = proc.stdout.decode(errors="replace").split() \
+      if proc.returncode == 0 else []
+  return {int(m.group(1)) for n in names
+          if (m := P.PATCH_NAME_RE.match(Path(n).name))}
+
+
 def export(tree: Path, patches_dir: Path, number_from: int | None = None,
            dry_run: bool = False) -> list[str]:
   """Writes the tree's commits since upstream back as the patch series.
@@ -263,6 +321,7 @@ def export(tree: Path, patches_dir: Path, number_from: int | None = None,
         "the whole series, or restore the patch files)")
   used = {int(n[:4]) for n in old_names if n[:4].isdigit()}
   used |= {int(f.name[:4]) for f in patches_dir.glob("[0-9][0-9][0-9][0-9]-*")}
+  used |= committed_numbers(patches_dir)
   next_number = max([0, *used]) + 1
   if number_from is not None:
     next_number = max(next_number, number_from)

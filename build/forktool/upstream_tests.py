@@ -19,7 +19,9 @@ A later tag than the pin runs upstream's later tests (e.g. those of features
 the fork carries) against the fork.  `--compare PYTHON` runs the same files,
 with the same options, on a second interpreter (an upstream install) and
 reports the counts of both and only the failures that are new on the fork,
-by test id.
+by test id; `--recheck PYTHON` reruns there only the tests that failed on the
+fork, to the same end, in a fraction of the time.  A file in which no test
+passed did not run: it fails the run.
 """
 from __future__ import annotations
 
@@ -60,14 +62,14 @@ SETS: dict[str, tuple[str, ...]] = {
              "ode_test", "debugging_primitives_test", "stax_test",
              "name_stack_test", "x64_context_test", "aot_test",
              "memories_test"),
-    # Small enough for every CI run.
-    "ci": ("checkify_test", "lax_numpy_indexing_test"),
+    # What CI runs on every change (.ci/upstream-suites), at a few cases.
+    "ci": ("lax_test", "shard_map_test", "checkify_test",
+           "lax_numpy_indexing_test", "lax_autodiff_test"),
 }
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-  p.add_argument("--jax-repo", required=True,
-                 help="path to a git checkout of jax-ml/jax (bare or not)")
+  T.add_jax_repo_argument(p)
   p.add_argument("--tag", default="jax-v0.4.26",
                  help="upstream tag whose tests/ to run (default jax-v0.4.26; "
                       "a later tag runs upstream's later tests)")
@@ -81,6 +83,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                  help="also run the files on this interpreter (an upstream "
                       "jax install) and report only the failures new on the "
                       "fork")
+  p.add_argument("--recheck", metavar="PYTHON", default=None,
+                 help="rerun only the tests that fail on the fork on this "
+                      "interpreter (an upstream jax install): only those "
+                      "that do not fail there too fail the run")
   p.add_argument("-k", dest="keyword", default=None,
                  help="pytest -k expression")
   p.add_argument("--set", dest="sets", action="append", default=[],
@@ -199,10 +205,11 @@ def _installed(python: str, env: dict[str, str], cwd: str) -> str:
   return proc.stdout.strip()
 
 
-def run_file(python: str, path: Path, args, env: dict[str, str], cwd: str,
-             log: Path) -> tuple[dict[str, int], set[str], int]:
+def run_file(python: str, targets: list[str], args, env: dict[str, str],
+             cwd: str, log: Path) -> tuple[dict[str, int], set[str], int]:
+  """Runs pytest on `targets` (a file, or test ids) with `python`."""
   junit = log.with_suffix(".xml")
-  cmd = [python, "-m", "pytest", str(path), "-q", "-p", "no:cacheprovider",
+  cmd = [python, "-m", "pytest", *targets, "-q", "-p", "no:cacheprovider",
          "-o", "addopts=", f"--junitxml={junit}"]
   if args.keyword:
     cmd += ["-k", args.keyword]
@@ -217,11 +224,13 @@ def run_file(python: str, path: Path, args, env: dict[str, str], cwd: str,
 
 
 def main(args) -> int:
-  repo = Path(args.jax_repo)
   names = selected_tests(args.tests, args.sets)
   if not names:
     raise SystemExit("error: name test files or a --set "
                      f"({', '.join(sorted(SETS))})")
+  if args.compare and args.recheck:
+    raise SystemExit("error: --compare and --recheck exclude each other")
+  other = args.compare or args.recheck
   env = dict(os.environ)
   env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") +
                       f" --xla_force_host_platform_device_count={args.devices}"
@@ -235,12 +244,14 @@ def main(args) -> int:
   log_dir.mkdir(parents=True, exist_ok=True)
   worst = 0
   rows = []
-  with tempfile.TemporaryDirectory(prefix="jax-upstream-tests-") as tmp:
+  with T.open_jax_repo(args.jax_repo) as repo, \
+      tempfile.TemporaryDirectory(prefix="jax-upstream-tests-") as tmp:
     tests_dir = extract_tests(repo, args.tag, Path(tmp))
     print(f"upstream tests at {args.tag} against jax "
           f"{_installed(args.python, env, tmp)}")
-    if args.compare:
-      print(f"compared with jax {_installed(args.compare, env, tmp)}")
+    if other:
+      print(f"{'compared' if args.compare else 'failures rechecked'} with jax "
+            f"{_installed(other, env, tmp)}")
     for name in names:
       path = tests_dir / f"{name}.py"
       if not path.exists():
@@ -248,35 +259,44 @@ def main(args) -> int:
         worst = max(worst, 2)
         continue
       t0 = time.time()
-      suffix = "-fork" if args.compare else ""
       log_name = name.replace("/", "-")   # pallas/pallas_test
-      log = log_dir / f"upstream-{log_name}{suffix}.log"
-      c, failed, rc = run_file(args.python, path, args, env, tmp, log)
+      log = log_dir / f"upstream-{log_name}{'-fork' if other else ''}.log"
+      c, failed, rc = run_file(args.python, [str(path)], args, env, tmp, log)
       skipped = not_runnable(log.with_suffix(".xml"))
-      if not args.compare:
-        print(f"{name}: {_fmt(c)} ({time.time() - t0:.0f} s; log {log})",
-              flush=True)
-        for line in skipped:
-          print(f"  {line}")
-        if rc not in (0, 5):
-          worst = max(worst, 1)
-        continue
       ulog = log_dir / f"upstream-{log_name}-upstream.log"
-      uc, ufailed, _ = run_file(args.compare, path, args, env, tmp, ulog)
+      uc, rechecked = None, False
+      if args.compare:
+        uc, ufailed, _ = run_file(args.compare, [str(path)], args, env, tmp,
+                                  ulog)
+      elif args.recheck and failed:
+        rechecked = True
+        _, ufailed, _ = run_file(args.recheck,
+                                 [str(tests_dir / i) for i in sorted(failed)],
+                                 args, env, tmp, ulog)
+      else:
+        ufailed = set()
       new = sorted(failed - ufailed)
       if rc not in (0, 5) and not failed:
         # pytest failed without a test id (e.g. a crash): count it as new.
         new = [f"{name}.py (pytest exit status {rc}, no test ids; see {log})"]
-      rows.append((name, c, uc, len(new)))
-      print(f"{name}: fork {_fmt(c)} | upstream {_fmt(uc)} | "
-            f"{len(new)} new on the fork ({time.time() - t0:.0f} s; logs "
-            f"{log}, {ulog})", flush=True)
+      if c["passed"] == 0:
+        new.append(f"{name}.py ran no test (see {log})")
+      line = f"{name}: {'fork ' if other else ''}{_fmt(c)}"
+      if uc is not None:
+        line += f" | upstream {_fmt(uc)}"
+      if other:
+        line += (f" | {len(failed & ufailed)} also fail on upstream | "
+                 f"{len(new)} new on the fork")
+      logs = f"log {log}" + (f", {ulog}" if uc is not None or rechecked else "")
+      print(f"{line} ({time.time() - t0:.0f} s; {logs})", flush=True)
       for test_id in new:
-        print(f"  new failure: {test_id}")
+        print(f"  {'new failure' if other else 'failure'}: {test_id}")
       for line in skipped:
         print(f"  {line}")
-      if new:
+      if new or (not other and failed):
         worst = max(worst, 1)
+      if uc is not None:
+        rows.append((name, c, uc, len(new)))
   if rows:
     print("\n| suite | fork passed / failed / skipped | upstream passed / "
           "failed / skipped | new on the fork |")
