@@ -33,12 +33,13 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
-from jax._src import config
 from jax._src import core
 from jax._src import jaxpr_dump
+from jax._src import jaxpr_util
 from jax._src import source_info_util
 from jax._src import test_util as jtu
 
+from jaxpr_dump_test import dump_options
 from mlp_train_step import train_inputs, train_step
 
 try:
@@ -46,7 +47,6 @@ try:
 except ImportError:
   playwright_api = None
 
-_OPTIONS = ("jax_dump_ir_to", "jax_dump_ir_modes", "jax_dump_ir_filter")
 _CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
                   "--disable-background-networking"]
 
@@ -110,16 +110,10 @@ def _artifacts_dir() -> str:
 
 
 def _dump_html(directory: str, fun, args, name: str) -> str:
-  saved = {k: config._read(k) for k in _OPTIONS}
-  try:
-    jax.clear_caches()
-    jax.config.update("jax_dump_ir_modes", "jaxpr_html")
-    jax.config.update("jax_dump_ir_filter", f"^{name}$")
-    jax.config.update("jax_dump_ir_to", directory)
+  jax.clear_caches()
+  with dump_options(jax_dump_ir_modes="jaxpr_html",
+                    jax_dump_ir_filter=f"^{name}$", jax_dump_ir_to=directory):
     jax.block_until_ready(jax.jit(fun)(*args))
-  finally:
-    for k, v in saved.items():
-      jax.config.update(k, v)
   (page,) = [f for f in os.listdir(directory)
              if f.endswith(f"_{name}.jaxpr.html")]
   return os.path.join(directory, page)
@@ -315,14 +309,10 @@ class JaxprHtmlTest(jtu.JaxTestCase):
     page = self.open_page()
     closed = _inner_jaxpr(predict, *_args())
     expected: collections.Counter = collections.Counter()
-    def walk(jaxpr):
-      for eqn in jaxpr.eqns:
-        frame = source_info_util.user_frame(eqn.source_info)
-        if frame is not None and frame.file_name == __file__:
-          expected[frame.start_line] += 1
-        for sub in core.jaxprs_in_params(eqn.params):
-          walk(sub)
-    walk(closed.jaxpr)
+    for _, eqn in jaxpr_util.all_eqns(closed.jaxpr):
+      frame = source_info_util.user_frame(eqn.source_info)
+      if frame is not None and frame.file_name == __file__:
+        expected[frame.start_line] += 1
     src = page.locator(".src-file h2").all_inner_texts().index(__file__)
     for marker in ("# MARK:sin", "# MARK:exp", "# MARK:cos",
                    "# MARK:unicode", "# MARK:scaled"):

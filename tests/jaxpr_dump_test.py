@@ -19,7 +19,9 @@ jaxpr_dump_gcs_test.py and jaxpr_dump_html_test.py.
 from __future__ import annotations
 
 import collections
+import contextlib
 import errno
+import gc
 import gzip
 import json
 import os
@@ -40,9 +42,8 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 from jax._src import config
-from jax._src import core
-from jax._src import dump_storage
 from jax._src import jaxpr_dump
+from jax._src import jaxpr_util
 from jax._src import source_info_util
 from jax._src import sourcemap
 from jax._src import test_util as jtu
@@ -51,9 +52,23 @@ from jax._src import test_util as jtu
 # each layer, and an Adam update (shared with benchmarks/jaxpr_dump.py).
 from mlp_train_step import train_inputs, train_step
 
-_OPTIONS = ("jax_dump_ir_to", "jax_dump_ir_modes", "jax_dump_ir_filter",
-            "jax_dump_ir_local_dir", "jax_dump_ir_delete_local_after",
-            "jax_include_debug_info_in_dumps")
+DUMP_OPTIONS = ("jax_dump_ir_to", "jax_dump_ir_modes", "jax_dump_ir_filter",
+                "jax_dump_ir_local_dir", "jax_dump_ir_delete_local_after",
+                "jax_include_debug_info_in_dumps")
+
+
+@contextlib.contextmanager
+def dump_options(**values):
+  """Sets the dump options `values` for the block, then restores all of them
+  (the dump tests of every file use this one fixture)."""
+  saved = {k: config._read(k) for k in DUMP_OPTIONS}
+  try:
+    for k, v in values.items():
+      jax.config.update(k, v)
+    yield
+  finally:
+    for k, v in saved.items():
+      jax.config.update(k, v)
 
 # jax_<12 hex token>-<6 digit counter>_<sanitized name>.<ext>
 _NAME_RE = re.compile(
@@ -201,25 +216,32 @@ def run_child(how: str, out: str) -> None:
       spec.loader.exec_module(mod)
       mod._child_main({how!r}, {out!r})
   """)
-  env = dict(os.environ, JAX_PLATFORMS="cpu")
+  # The parent's import path: pytest's puts examples/ on it.
+  env = dict(os.environ, JAX_PLATFORMS="cpu",
+             PYTHONPATH=os.pathsep.join(sys.path))
   subprocess.run([sys.executable, "-c", code], env=env, check=True,
                  timeout=240, capture_output=True)
 
 
+_TMP = tempfile.gettempdir()  # Where tests make directories; see setUp.
+
+
 @jtu.with_config(jax_numpy_rank_promotion="allow")
 class DumpTestCase(jtu.JaxTestCase):
-  """Restores the dump options and gives each test a fresh directory."""
+  """Restores the dump options and gives each test a fresh directory, and one
+  for the temporary directories that dumps make."""
 
   def setUp(self):
     super().setUp()
-    saved = {k: config._read(k) for k in _OPTIONS}
-    self.addCleanup(lambda: [jax.config.update(k, v)
-                             for k, v in saved.items()])
+    self.enter_context(dump_options())
     jax.clear_caches()  # Every test lowers afresh.
     self.dump_dir = self.make_dir()
+    self.tmp_dir = self.make_dir()
+    self.enter_context(absltest.mock.patch.object(tempfile, "tempdir",
+                                                  self.tmp_dir))
 
   def make_dir(self) -> str:
-    d = tempfile.mkdtemp(prefix="jaxpr_dump_test_")
+    d = tempfile.mkdtemp(prefix="jaxpr_dump_test_", dir=_TMP)
     self.addCleanup(shutil.rmtree, d, ignore_errors=True)
     return d
 
@@ -255,7 +277,6 @@ class DumpTestCase(jtu.JaxTestCase):
       out = jax.jit(step)(x)
       if aot:
         jax.jit(step).lower(x[:2]).compile()
-      jaxpr_dump.wait_for_uploads(30)
     np.testing.assert_allclose(out, np.sin(x) * 3.0, rtol=1e-6)
     return [str(w.message) for w in caught
             if issubclass(w.category, jaxpr_dump.DumpIRWarning)]
@@ -297,48 +318,37 @@ class ConfigTest(DumpTestCase):
     self.assertEqual(out.stdout.strip(), repr(
         ("gs://b/p", "jaxpr_html", "^train_step$", "/tmp/staging", False)))
 
-  def test_invalid_env_values_warn_and_keep_defaults(self):
-    env = dict(os.environ, JAX_DUMP_IR_MODES="jaxpr,bogus",
-               JAX_DUMP_IR_FILTER="(unclosed",
-               JAX_DUMP_IR_DELETE_LOCAL_AFTER="maybe")
+  def test_invalid_values_warn_when_dumping(self):
+    # The options are read where they are used, as upstream's are: an unknown
+    # mode or a bad regex dumps nothing, says why, and the program runs.
+    for modes, pattern, error in [
+        ("jaxpr,hlo", "", r"unknown modes \['hlo'\]; the modes are "
+         r"stablehlo, jaxpr, jaxpr_html, eqn_count_pprof"),
+        ("stablehlo,jaxpr", "train_(step", r"\(error: missing \)")]:
+      with self.subTest(modes=modes, filter=pattern):
+        jax.clear_caches()
+        self.configure(modes=modes, filter=pattern)
+        msgs = self.run_step()
+        self.assertLen(msgs, 2)  # The jaxpr and the module.
+        for msg in msgs:
+          self.assertRegex(msg, error)
+        self.assertEqual(os.listdir(self.dump_dir), [])
+    jax.clear_caches()
+    self.configure(modes=" jaxpr , stablehlo ")  # Spaces are fine.
+    self.assertEqual(self.run_step(), [])
+    self.assertLen(self.dumps()["step"], 1)
+
+  def test_invalid_env_value_warns_when_dumping(self):
+    env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_DUMP_IR_TO=self.dump_dir,
+               JAX_DUMP_IR_MODES="jaxpr,bogus")
     out = subprocess.run(
-        [sys.executable, "-W", "always", "-c",
-         "import jax; r = jax.config.read; print(repr((r('jax_dump_ir_modes'),"
-         " r('jax_dump_ir_filter'), r('jax_dump_ir_delete_local_after'))))"],
+        [sys.executable, "-c",
+         "import jax; print(jax.jit(lambda x: x + 1.0)(1.0))"],
         env=env, check=True, capture_output=True, text=True, timeout=120)
-    self.assertEqual(out.stdout.strip(), repr(("stablehlo", "", True)))
-    self.assertIn("JAX_DUMP_IR_MODES='jaxpr,bogus'", out.stderr)
-    self.assertIn("'bogus'", out.stderr)
-    self.assertIn("JAX_DUMP_IR_FILTER='(unclosed'", out.stderr)
-    self.assertIn("JAX_DUMP_IR_DELETE_LOCAL_AFTER='maybe'", out.stderr)
-
-  def test_update_validates(self):
-    jax.config.update("jax_dump_ir_modes", " jaxpr , stablehlo ")
-    with self.assertRaisesRegex(ValueError, r"unknown mode\(s\) 'hlo'.*"
-                                r"stablehlo, jaxpr, jaxpr_html"):
-      jax.config.update("jax_dump_ir_modes", "jaxpr,hlo")
-    with self.assertRaisesRegex(ValueError, "not a valid regular expression"):
-      jax.config.update("jax_dump_ir_filter", "train_(step")
-    with self.assertRaisesRegex(TypeError, "must be a comma-separated string"):
-      jax.config.update("jax_dump_ir_modes", ["jaxpr"])
-    with self.assertRaisesRegex(TypeError, "must be a bool"):
-      jax.config.update("jax_dump_ir_delete_local_after", "yes")
-    with self.assertRaisesRegex(TypeError, "must be a path or URL string"):
-      jax.config.update("jax_dump_ir_to", 3)
-    # A rejected value leaves the previous one in place.
-    self.assertEqual(config._read("jax_dump_ir_modes"), " jaxpr , stablehlo ")
-    self.assertEqual(jaxpr_dump.modes(), {"jaxpr", "stablehlo"})
-    self.assertEqual(config._read("jax_dump_ir_filter"), "")
-
-  def test_invalid_values_leave_computation_alone(self):
-    self.configure(modes="jaxpr")
-    with self.assertRaises(ValueError):
-      jax.config.update("jax_dump_ir_modes", "jaxpr,everything")
-    with self.assertRaises(ValueError):
-      jax.config.update("jax_dump_ir_filter", "*")
-    f = jax.jit(lambda x: x * 3.0)
-    np.testing.assert_allclose(f(np.float32(2.0)), 6.0)
-    self.assertLen(self.dumps(), 1)
+    self.assertEqual(out.stdout.strip(), "2.0")
+    self.assertIn("DumpIRWarning", out.stderr)
+    self.assertIn("unknown modes ['bogus']", out.stderr)
+    self.assertEqual(os.listdir(self.dump_dir), [])
 
 
 class ImportTest(DumpTestCase):
@@ -355,6 +365,8 @@ class ImportTest(DumpTestCase):
       import jax, numpy as np
       imported = "jax._src.jaxpr_dump" in sys.modules
       if os.environ.get("DUMP_SOMETHING"):
+        from jax._src import jaxpr_dump
+        jaxpr_dump._upload_file = lambda local_path, dest: None  # No network.
         jax.jit(lambda x: x + 1.0)(np.float32(1))
       print(json.dumps({"handlers": handlers, "imported": imported,
                         "threads": [t.name for t in threading.enumerate()]}))
@@ -368,25 +380,21 @@ class ImportTest(DumpTestCase):
                          timeout=240).stdout
     return json.loads(out.strip().splitlines()[-1])
 
-  def test_nothing_registered_at_import(self):
-    ours = ("jax._src.jaxpr_dump", "jax._src.dump_storage")
+  def test_nothing_registered_at_import_or_when_dumping(self):
     off = self._child()
     self.assertFalse(off["imported"])  # Not even imported with dumping off.
-    self.assertFalse(set(ours) & set(off["handlers"]))
-    # Turned on from the environment, still nothing until something is
-    # dumped; a local dump needs no handler or thread either.
-    on = self._child(JAX_DUMP_IR_TO=self.dump_dir, JAX_DUMP_IR_MODES="jaxpr",
-                     DUMP_SOMETHING="1")
-    self.assertFalse(set(ours) & set(on["handlers"]))
-    self.assertNotIn("jax_dump_ir_uploader", on["threads"])
+    self.assertNotIn("jax._src.jaxpr_dump", off["handlers"])
+    # Local and remote dumps register no handler and start no thread.
+    staging = self.make_dir()
+    for env in ({"JAX_DUMP_IR_TO": self.dump_dir},
+                {"JAX_DUMP_IR_TO": "gs://bucket/x",
+                 "JAX_DUMP_IR_LOCAL_DIR": staging,
+                 "JAX_DUMP_IR_DELETE_LOCAL_AFTER": "false"}):
+      on = self._child(JAX_DUMP_IR_MODES="jaxpr", DUMP_SOMETHING="1", **env)
+      self.assertEqual(on["handlers"], off["handlers"])
+      self.assertEqual(on["threads"], off["threads"])
     self.assertNotEmpty(os.listdir(self.dump_dir))
-    # Remote dumps register the exit flush with their first upload.
-    remote = self._child(JAX_DUMP_IR_TO="gs://no-such-bucket/x",
-                         JAX_DUMP_IR_MODES="jaxpr",
-                         JAX_DUMP_IR_LOCAL_DIR=self.make_dir(),
-                         JAX_DUMP_IR_DELETE_LOCAL_AFTER="false",
-                         DUMP_SOMETHING="1")
-    self.assertEqual(sum(map(remote["handlers"].count, ours)), 1)
+    self.assertNotEmpty(os.listdir(staging))
 
 
 class LocalDumpTest(DumpTestCase):
@@ -579,20 +587,15 @@ def _profiled(x):
   return jnp.tanh(c)  # MARK:pprof_tanh
 
 
-def _leaf_counts(jaxpr: core.Jaxpr) -> tuple[collections.Counter,
-                                             collections.Counter]:
+def _leaf_counts(jaxpr: jax.core.Jaxpr) -> tuple[collections.Counter,
+                                                 collections.Counter]:
   """Equations per (file, line) of their innermost user frame, and per
   primitive, sub-jaxprs included (as many times as they are used)."""
   lines, prims = collections.Counter(), collections.Counter()
-  for eqn in jaxpr.eqns:
+  for _, eqn in jaxpr_util.all_eqns(jaxpr):
     prims[eqn.primitive.name] += 1
-    frame = source_info_util.user_frame(eqn.source_info)
-    if frame is not None:
+    if frame := source_info_util.user_frame(eqn.source_info):
       lines[(frame.file_name, frame.start_line)] += 1
-    for sub in core.jaxprs_in_params(eqn.params):
-      sub_lines, sub_prims = _leaf_counts(sub)
-      lines.update(sub_lines)
-      prims.update(sub_prims)
   return lines, prims
 
 
@@ -658,11 +661,9 @@ class EquationProfileTest(DumpTestCase):
     self.assertEqual(prims, _leaf_counts(jax.make_jaxpr(_profiled)(x).jaxpr)[1])
 
   def test_debug_info_option_from_the_environment(self):
+    # Upstream's option (from 0.4.27 on): a string, false with "false" or "0".
     code = "import jax; print(jax.config.read('jax_include_debug_info_in_dumps'))"
-    cases = ((None, "True"), ("false", "False"), ("1", "True"))
-    if jax.__version_info__ >= (0, 4, 27):  # Upstream's own option: a string.
-      cases = ((None, "True"), ("false", "false"), ("1", "1"))
-    for value, expected in cases:
+    for value, expected in ((None, "True"), ("false", "false"), ("1", "1")):
       env = {k: v for k, v in os.environ.items()
              if k != "JAX_INCLUDE_DEBUG_INFO_IN_DUMPS"}
       if value is not None:
@@ -802,12 +803,11 @@ class NamingTest(DumpTestCase):
     base = dict(os.environ, JAX_PLATFORMS="cpu", **env)
     prog = textwrap.dedent("""
         import jax, numpy as np
-        from jax._src import dump_storage, jaxpr_dump
+        from jax._src import jaxpr_dump
         """) + textwrap.dedent(code) + textwrap.dedent("""
         def step(x):
           return x * 2.0 + 1.0
         jax.jit(step)(np.ones(3, np.float32))
-        jaxpr_dump.wait_for_uploads(60)
         """)
     procs = [subprocess.Popen([sys.executable, "-c", prog], env=base,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -843,7 +843,7 @@ class NamingTest(DumpTestCase):
         "JAX_DUMP_IR_LOCAL_DIR": staging,
         "JAX_DUMP_IR_DELETE_LOCAL_AFTER": "false"},
         # Uploads succeed without a bucket; the staged files stay.
-        "dump_storage._upload_file = lambda local_path, dest: None\n")
+        "jaxpr_dump._upload_file = lambda local_path, dest: None\n")
     self._check_two_processes(staging)
 
   def test_forked_child_gets_a_new_token(self):
@@ -874,19 +874,57 @@ class NamingTest(DumpTestCase):
                       if n.startswith(".") or n.endswith(".tmp")])
 
 
+class StateTest(DumpTestCase):
+  """What dumping remembers is bounded."""
+
+  def test_dumped_lowerings_are_remembered_up_to_a_bound(self):
+    self.enter_context(absltest.mock.patch.object(jaxpr_dump, "_MAX_DUMPED",
+                                                  3))
+    self.configure(modes="jaxpr", filter="^step$")
+    def lower(i):  # A new function each time: traced and lowered again.
+      def step(x):
+        return x * float(i)
+      jax.jit(step).lower(np.float32(1))
+    for i in range(10):
+      lower(i)
+      self.assertLessEqual(len(jaxpr_dump._dumped), 3)
+    self.assertLen(self.dumps()["step"], 10)
+    lower(9)  # Remembered: not dumped again.
+    self.assertLen(self.dumps()["step"], 10)
+    lower(0)  # Forgotten when the set was full: dumped again.
+    self.assertLen(self.dumps()["step"], 11)
+
+  def test_module_ids_go_with_their_modules(self):
+    self.configure(modes="stablehlo,jaxpr", filter="^step$")
+    gc.collect()
+    before = len(jaxpr_dump.module_ids)
+    def step(x):
+      return x + 1.0
+    lowered = jax.jit(step).lower(np.float32(1))  # Its module's id waits.
+    self.assertLen(jaxpr_dump.module_ids, before + 1)
+    del lowered
+    jax.clear_caches()
+    gc.collect()
+    self.assertLen(jaxpr_dump.module_ids, before)
+
+  def test_a_module_compiled_twice_is_dumped_twice(self):
+    self.configure(modes="stablehlo,jaxpr", filter="^step$")
+    def step(x):
+      return x + 1.0
+    lowered = jax.jit(step).lower(np.float32(1))
+    lowered.compile()
+    lowered.compile(compiler_options={"xla_embed_ir_in_executable": True})
+    (txt,) = self.dumps()["step"]
+    mlirs = sorted(f for f in os.listdir(self.dump_dir) if f.endswith(".mlir"))
+    self.assertLen(mlirs, 2)  # Nothing overwritten.
+    self.assertEqual([_MLIR_RE.match(f)["id"] for f in mlirs][0],
+                     _NAME_RE.match(txt)["id"])  # The first shares the id.
+    self.assertEqual(self.read(mlirs[0]), self.read(mlirs[1]))
+
+
 class FaultMatrixTest(DumpTestCase):
   """Each fault, injected for each mode: the program runs, a DumpIRWarning
   names every file and where it was kept."""
-
-  def setUp(self):
-    super().setUp()
-    self.addCleanup(self._remove_fallback)
-
-  def _remove_fallback(self):
-    state = dump_storage._process_state()
-    if state.fallback_dir:
-      shutil.rmtree(state.fallback_dir, ignore_errors=True)
-      state.fallback_dir = None
 
   def _inject(self, fault: str) -> str:
     """Sets up `fault`; returns the destination to configure."""
@@ -908,19 +946,19 @@ class FaultMatrixTest(DumpTestCase):
       else:
         d = self.dump_dir
         error_type, code = OSError, errno.ENOSPC
-      real = dump_storage._write_local_file
+      real = jaxpr_dump._write_local_file
       def fail_in_d(path, data):
         if os.path.dirname(path) == d:
           raise error_type(code, os.strerror(code), path)
         real(path, data)
       self.enter_context(absltest.mock.patch.object(
-          dump_storage, "_write_local_file", fail_in_d))
+          jaxpr_dump, "_write_local_file", fail_in_d))
       return d
     if fault == "remote_fails":
       def refuse(local_path, dest):
         raise ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
       self.enter_context(absltest.mock.patch.object(
-          dump_storage, "_upload_file", refuse))
+          jaxpr_dump, "_upload_file", refuse))
       self.staging = self.make_dir()
       return "gs://bucket/run"
     raise AssertionError(fault)
@@ -944,25 +982,17 @@ class FaultMatrixTest(DumpTestCase):
     exts = sorted(e for k in kept for e in _MODE_EXTS[mode] if k.endswith(e)
                   and not (e == ".jaxpr.txt" and k.endswith(".map")))
     self.assertEqual(exts, sorted(list(_MODE_EXTS[mode]) * 2), text)
-    where = (self.staging if fault == "remote_fails"
-             else dump_storage._process_state().fallback_dir)
     for k in kept:
-      self.assertEqual(os.path.dirname(k), where)
-      self.assertIn(repr(where) if fault != "remote_fails" else k, text)
+      if fault == "remote_fails":
+        self.assertEqual(os.path.dirname(k), self.staging)
+      else:  # A new temporary directory, named.
+        self.assertEqual(os.path.dirname(os.path.dirname(k)), self.tmp_dir)
+        self.assertIn(repr(os.path.dirname(k)), text)
       with open(k, "rb") as f:
         self.assertIn(b"sin", f.read())
 
 
 class FaultTest(DumpTestCase):
-
-  def setUp(self):
-    super().setUp()
-    def remove_fallback():
-      state = dump_storage._process_state()
-      if state.fallback_dir:
-        shutil.rmtree(state.fallback_dir, ignore_errors=True)
-        state.fallback_dir = None
-    self.addCleanup(remove_fallback)
 
   def test_unwritable_local_directory(self):
     blocker = os.path.join(self.dump_dir, "a_file")
@@ -987,7 +1017,7 @@ class FaultTest(DumpTestCase):
     def no_space(path, data):
       raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
     self.enter_context(absltest.mock.patch.object(
-        dump_storage, "_write_local_file", no_space))
+        jaxpr_dump, "_write_local_file", no_space))
     self.configure(modes="stablehlo,jaxpr,jaxpr_html")
     msgs = self.run_step()
     self.assertNotEmpty(msgs)
@@ -996,7 +1026,7 @@ class FaultTest(DumpTestCase):
     self.assertEqual(os.listdir(self.dump_dir), [])  # No partial files.
 
   def test_full_destination_keeps_files_in_fallback(self):
-    real = dump_storage._write_local_file
+    real = jaxpr_dump._write_local_file
     dest = self.dump_dir
     def full_dest(path, data):
       if os.path.dirname(path) == dest:
@@ -1005,7 +1035,7 @@ class FaultTest(DumpTestCase):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
       real(path, data)
     self.enter_context(absltest.mock.patch.object(
-        dump_storage, "_write_local_file", full_dest))
+        jaxpr_dump, "_write_local_file", full_dest))
     self.configure(modes="jaxpr")
     msgs = self.run_step()
     self.assertLen(msgs, 1)
@@ -1033,7 +1063,7 @@ class FaultTest(DumpTestCase):
     def refuse(local_path, dest):
       raise ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
     self.enter_context(absltest.mock.patch.object(
-        dump_storage, "_upload_file", refuse))
+        jaxpr_dump, "_upload_file", refuse))
     self.configure(to="gs://bucket/run", modes="jaxpr,jaxpr_html",
                    local_dir=staging)
     msgs = self.run_step()
@@ -1056,18 +1086,23 @@ class FaultTest(DumpTestCase):
           os.path.join(remote, os.path.basename(local_path)), "wb") as dst:
         dst.write(src.read())
     self.enter_context(absltest.mock.patch.object(
-        dump_storage, "_upload_file", upload))
+        jaxpr_dump, "_upload_file", upload))
     for delete in (True, False):
-      with self.subTest(delete_local_after=delete):
-        jax.clear_caches()
-        calls.clear()
-        self.configure(to="gs://bucket/x", modes="jaxpr,stablehlo",
-                       local_dir=staging, delete_local_after=delete)
-        self.assertEqual(self.run_step(), [])
-        sent = sorted(os.path.basename(p) for p in calls)
-        self.assertLen(sent, 3)  # .mlir, .jaxpr.txt, .jaxpr.txt.map
-        self.assertContainsSubset(sent, os.listdir(remote))
-        self.assertEqual(sorted(os.listdir(staging)), [] if delete else sent)
+      for local_dir in (staging, ""):  # "": new temporary directories.
+        with self.subTest(delete_local_after=delete, local_dir=local_dir):
+          jax.clear_caches()
+          calls.clear()
+          self.configure(to="gs://bucket/x", modes="jaxpr,stablehlo",
+                         local_dir=local_dir, delete_local_after=delete)
+          self.assertEqual(self.run_step(), [])
+          sent = sorted(os.path.basename(p) for p in calls)
+          self.assertLen(sent, 3)  # .mlir, .jaxpr.txt, .jaxpr.txt.map
+          self.assertContainsSubset(sent, os.listdir(remote))
+          left = sorted(os.path.basename(p) for p in calls
+                        if os.path.exists(p))
+          self.assertEqual(left, [] if delete else sent)
+          if delete:  # Temporary directories go with their files.
+            self.assertEqual(os.listdir(self.tmp_dir), [])
 
   def test_missing_sponge_directory(self):
     self.configure(to="sponge", modes="jaxpr")
