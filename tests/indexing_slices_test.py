@@ -527,6 +527,14 @@ _PAST_INT32 = [
 _EQUIVALENT = {repr(big): small for big, small in _PAST_INT32}
 
 
+# Arguments of `.at[].get()` that upstream's gather path rejects (the mode
+# only for a non-empty result). Ours checks them so for every basic index;
+# upstream's own slice rewrite did not look at them for the indices it took
+# (in-bounds integers, contiguous slices, `::-1`), and answers those.
+_BAD_GET_ARGS = [{"mode": "bogus"}, {"mode": "promise_inbounds"},
+                 {"fill_value": np.ones(2, np.float32)}]
+
+
 def _compare_cases() -> list:
   rng = np.random.RandomState(1)
   cases = []
@@ -562,8 +570,8 @@ def _compare_cases() -> list:
         ("min", 0, {}), ("max", 1, {}), ("set", 1, {"mode": "clip"}),
         ("add", 2, {"mode": "drop"}), ("set", 2, {"mode": "promise_in_bounds"}),
         ("get", None, {"mode": "fill", "fill_value": -1}),
-        ("get", None, {"mode": "clip"}), ("get", None, {"mode": "bogus"}),
-        ("get", None, {"mode": "promise_inbounds"}),
+        ("get", None, {"mode": "clip"}),
+        *(("get", None, kw) for kw in _BAD_GET_ARGS),
         ("set", np.ones(4, np.float32), {}), ("set", True, {}),
         ("divide", 2, {}), ("power", 2, {}),
         ("set", 1, {"mode": "bogus"}), ("set", "x", {})]
@@ -581,24 +589,39 @@ class UpstreamParityTest(jtu.JaxTestCase):
     cases = _compare_cases()
     # Each case with a bound past int32 also runs with its equivalent index;
     # where upstream raises OverflowError, that one's result is the expected,
-    # unless the mode is invalid or the update warns of a deprecated dtype
-    # promotion: those stay on upstream's paths (and raise as upstream does).
+    # unless the update's mode is invalid or it warns of a deprecated dtype
+    # promotion: those stay on the scatter path (and raise as upstream does).
     equivalents = [c[:3] + (_EQUIVALENT[repr(c[3])],) + c[4:] for c in cases
                    if repr(c[3]) in _EQUIVALENT]
+    # Upstream gathers x[::2], and raises its errors for _BAD_GET_ARGS there.
+    gathered = [((3, 4, 5), "float32", False, np.s_[::2], "get", None, kw)
+                for kw in _BAD_GET_ARGS]
     ours, theirs = upstream_parity.run_side_by_side(
-        _COMPARE_WORKER, cases + equivalents, timeout=600)
-    theirs_eq = iter(theirs[len(cases):])
+        _COMPARE_WORKER, cases + equivalents + gathered, timeout=600)
+    theirs_eq = iter(theirs[len(cases):len(cases) + len(equivalents)])
+    gather_errors = theirs[len(cases) + len(equivalents):]
     ours, theirs = ours[:len(cases)], theirs[:len(cases)]
-    n_past_int32 = 0
+    n_past_int32 = n_stricter = 0
     for k, case in enumerate(cases):
+      op, kw = case[4], case[6]
       if repr(case[3]) in _EQUIVALENT:
         eq = next(theirs_eq)
         if (theirs[k][:2] == ("error", "OverflowError") and
             "FutureWarning" not in eq[-1] and
-            case[6].get("mode") not in ("bogus", "promise_inbounds")):
+            (op == "get" or kw.get("mode") != "bogus")):
           theirs[k] = eq
           n_past_int32 += 1
+      if (op == "get" and kw in _BAD_GET_ARGS and theirs[k][0] == "ok" and
+          (theirs[k][1].size or "fill_value" in kw)):
+        # Upstream's slice rewrite took the index without the gather path's
+        # checks (which skip the mode for an empty result): ours makes them.
+        error = gather_errors[_BAD_GET_ARGS.index(kw)]
+        self.assertEqual(error[0], "error")
+        self.assertEqual(ours[k], error, str(case))
+        theirs[k] = error
+        n_stricter += 1
     self.assertGreater(n_past_int32, 20)
+    self.assertGreater(n_stricter, 5)
     n_ok = len(upstream_parity.assert_same_outcomes(self, cases, ours, theirs,
                                                     array_field=1))
     self.assertGreater(n_ok, len(cases) // 2)
