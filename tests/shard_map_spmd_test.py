@@ -43,11 +43,10 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax._src import jaxpr_util
 from jax._src import test_util as jtu
 from jax.experimental.shard_map import _ResidualNames, shard_map
 from jax.sharding import NamedSharding, PartitionSpec as P
-
-import jaxpr_walk
 
 jax.config.parse_flags_with_absl()
 
@@ -530,7 +529,7 @@ def _per_example(api, f):
 
 def _shard_map_eqns(jaxpr):
   # The shard_map equations of a jaxpr, at any depth, in order.
-  return [eqn for eqn in jaxpr_walk.all_eqns(jaxpr)
+  return [eqn for _, eqn in jaxpr_util.all_eqns(jaxpr)
           if eqn.primitive.name == "shard_map"]
 
 
