@@ -29,19 +29,25 @@ import numpy as np
 import jax
 from jax import lax
 import jax.numpy as jnp
+from jax._src import jaxpr_util
 from jax._src import test_util as jtu
 from jax._src.numpy import lax_numpy
 from jax._src.ops import scatter
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-import jaxpr_walk
 import upstream_parity
 
 jax.config.parse_flags_with_absl()
 
 
+def _primitive_names(closed_jaxpr) -> set[str]:
+  # Every primitive of a jaxpr, at any depth.
+  return set(jaxpr_util.collect_eqns(closed_jaxpr.jaxpr,
+                                     lambda e: e.primitive.name))
+
+
 def _no_gather_scatter(testcase, jaxpr, what):
-  prims = jaxpr_walk.primitive_names(jaxpr)
+  prims = _primitive_names(jaxpr)
   bad = {p for p in prims if p in ("gather", "scatter") or
          p.startswith("scatter")}
   testcase.assertFalse(bad, f"{what} uses {sorted(bad)}:\n{jaxpr}")
@@ -178,7 +184,7 @@ class BasicIndexingLowersToSlicesTest(jtu.JaxTestCase):
     f = lambda x, i: x[i, ::2, ..., None, -1]
     x = np.arange(60.).reshape(3, 4, 5)
     jaxpr = jax.make_jaxpr(f)(x, 1)
-    prims = jaxpr_walk.primitive_names(jaxpr)
+    prims = _primitive_names(jaxpr)
     self.assertIn("dynamic_slice", prims)
     _no_gather_scatter(self, jaxpr, "get")
     for i in [-3, -1, 0, 2]:
@@ -187,7 +193,7 @@ class BasicIndexingLowersToSlicesTest(jtu.JaxTestCase):
     self.assertArraysEqual(jax.jit(f)(x, 7), x[2, ::2, ..., None, -1])
     # mode='fill' needs a gather to fill out-of-bounds values.
     g = lambda x, i: x.at[i, ::2].get(mode="fill", fill_value=-1)
-    self.assertIn("gather", jaxpr_walk.primitive_names(jax.make_jaxpr(g)(x, 1)))
+    self.assertIn("gather", _primitive_names(jax.make_jaxpr(g)(x, 1)))
     self.assertArraysEqual(jax.jit(g)(x, 7), np.full((2, 5), -1.))
 
   def test_static_out_of_bounds_int(self):
@@ -199,16 +205,16 @@ class BasicIndexingLowersToSlicesTest(jtu.JaxTestCase):
     self.assertArraysEqual(x[..., 10], 4.)
     for get in [lambda x: x[..., 10], lambda x: x[-6],
                 lambda x: x.at[7].get(mode="clip")]:
-      self.assertIn("gather", jaxpr_walk.primitive_names(jax.make_jaxpr(get)(x)))
+      self.assertIn("gather", _primitive_names(jax.make_jaxpr(get)(x)))
     self.assertTrue(np.isnan(x.at[10].get(mode="fill")))
     # Updates drop out-of-bounds updates by default: that needs the scatter.
     self.assertArraysEqual(x.at[10].set(9.), x)
     self.assertIn("scatter",
-                  jaxpr_walk.primitive_names(jax.make_jaxpr(lambda x: x.at[10].set(9.))(x)))
+                  _primitive_names(jax.make_jaxpr(lambda x: x.at[10].set(9.))(x)))
     # mode='clip' clamps; static indices out of bounds still scatter.
     self.assertArraysEqual(x.at[10].set(9., mode="clip"),
                            np.array([0., 1., 2., 3., 9.]))
-    self.assertIn("scatter", jaxpr_walk.primitive_names(jax.make_jaxpr(
+    self.assertIn("scatter", _primitive_names(jax.make_jaxpr(
         lambda x: x.at[10].set(9., mode="clip"))(x)))
     # In-bounds neighbours stay slices.
     _no_gather_scatter(self, jax.make_jaxpr(lambda x: x[..., 4])(x), "get")
@@ -245,12 +251,12 @@ class BasicIndexingLowersToSlicesTest(jtu.JaxTestCase):
   def test_traced_update_index_needs_clip(self):
     x = np.arange(12.).reshape(3, 4)
     f = lambda x, i: x.at[i, 1:].set(-1.)
-    self.assertIn("scatter", jaxpr_walk.primitive_names(jax.make_jaxpr(f)(x, 1)))
+    self.assertIn("scatter", _primitive_names(jax.make_jaxpr(f)(x, 1)))
     # Out of bounds updates are dropped.
     self.assertArraysEqual(jax.jit(f)(x, 5), x)
     g = lambda x, i: x.at[i, 1:].add(10., mode="clip")
     jaxpr = jax.make_jaxpr(g)(x, 1)
-    self.assertIn("dynamic_update_slice", jaxpr_walk.primitive_names(jaxpr))
+    self.assertIn("dynamic_update_slice", _primitive_names(jaxpr))
     _no_gather_scatter(self, jaxpr, "add")
     for i in [-5, -1, 0, 1, 7]:
       expected = x.copy()
@@ -269,7 +275,7 @@ class BasicIndexingLowersToSlicesTest(jtu.JaxTestCase):
       with self.assertWarns(FutureWarning):
         jaxpr = jax.make_jaxpr(lambda x: x.at[1].set(1.5))(x)
     self.assertEqual(int(out[0]), int(np.float32(2 ** 24 + 1)))
-    self.assertIn("scatter", jaxpr_walk.primitive_names(jaxpr))
+    self.assertIn("scatter", _primitive_names(jaxpr))
     self.assertEqual(out.dtype, jnp.int32)
     # Same-dtype updates keep weak types as the scatter does.
     from jax._src.lax import lax as lax_internal
@@ -334,7 +340,7 @@ class BasicIndexingLowersToSlicesTest(jtu.JaxTestCase):
                 lambda x: x[None, ..., -1], lambda x: x[..., ::-2],
                 lambda x: x[1:3]]:
       jaxpr = jax.make_jaxpr(get)(arg)
-      self.assertIn("gather", jaxpr_walk.primitive_names(jaxpr))
+      self.assertIn("gather", _primitive_names(jaxpr))
     exp = export.export(jax.jit(lambda x: x[None, ..., ::-2]))(arg)
     a = np.arange(12., dtype=np.float32).reshape(3, 4)
     self.assertArraysEqual(export.call(exp)(a), a[None, ..., ::-2])
@@ -379,14 +385,14 @@ class BasicIndexingLowersToSlicesTest(jtu.JaxTestCase):
 
 
 def _eqn_params(jaxpr, name):
-  return [e.params for e in jaxpr_walk.all_eqns(jaxpr)
+  return [e.params for _, e in jaxpr_util.all_eqns(jaxpr.jaxpr)
           if e.primitive.name == name]
 
 
 def _dus_starts(jaxpr):
   # The static start indices of each dynamic_update_slice.
   return [[v.val for v in e.invars[2:] if isinstance(v, jax.core.Literal)]
-          for e in jaxpr_walk.all_eqns(jaxpr)
+          for _, e in jaxpr_util.all_eqns(jaxpr.jaxpr)
           if e.primitive.name == "dynamic_update_slice"]
 
 
@@ -462,7 +468,7 @@ class PastInt32Test(jtu.JaxTestCase):
     out = jax.eval_shape(f, x, np.int32(1))
     self.assertEqual(out.shape, (3,))
     jaxpr = jax.make_jaxpr(f)(x, np.int32(1))
-    self.assertIn("dynamic_slice", jaxpr_walk.primitive_names(jaxpr))
+    self.assertIn("dynamic_slice", _primitive_names(jaxpr))
     _no_gather_scatter(self, jaxpr, "get")
 
 
@@ -527,6 +533,14 @@ _PAST_INT32 = [
 _EQUIVALENT = {repr(big): small for big, small in _PAST_INT32}
 
 
+# Arguments of `.at[].get()` that upstream's gather path rejects (the mode
+# only for a non-empty result). Ours checks them so for every basic index;
+# upstream's own slice rewrite did not look at them for the indices it took
+# (in-bounds integers, contiguous slices, `::-1`), and answers those.
+_BAD_GET_ARGS = [{"mode": "bogus"}, {"mode": "promise_inbounds"},
+                 {"fill_value": np.ones(2, np.float32)}]
+
+
 def _compare_cases() -> list:
   rng = np.random.RandomState(1)
   cases = []
@@ -562,8 +576,8 @@ def _compare_cases() -> list:
         ("min", 0, {}), ("max", 1, {}), ("set", 1, {"mode": "clip"}),
         ("add", 2, {"mode": "drop"}), ("set", 2, {"mode": "promise_in_bounds"}),
         ("get", None, {"mode": "fill", "fill_value": -1}),
-        ("get", None, {"mode": "clip"}), ("get", None, {"mode": "bogus"}),
-        ("get", None, {"mode": "promise_inbounds"}),
+        ("get", None, {"mode": "clip"}),
+        *(("get", None, kw) for kw in _BAD_GET_ARGS),
         ("set", np.ones(4, np.float32), {}), ("set", True, {}),
         ("divide", 2, {}), ("power", 2, {}),
         ("set", 1, {"mode": "bogus"}), ("set", "x", {})]
@@ -581,24 +595,39 @@ class UpstreamParityTest(jtu.JaxTestCase):
     cases = _compare_cases()
     # Each case with a bound past int32 also runs with its equivalent index;
     # where upstream raises OverflowError, that one's result is the expected,
-    # unless the mode is invalid or the update warns of a deprecated dtype
-    # promotion: those stay on upstream's paths (and raise as upstream does).
+    # unless the update's mode is invalid or it warns of a deprecated dtype
+    # promotion: those stay on the scatter path (and raise as upstream does).
     equivalents = [c[:3] + (_EQUIVALENT[repr(c[3])],) + c[4:] for c in cases
                    if repr(c[3]) in _EQUIVALENT]
+    # Upstream gathers x[::2], and raises its errors for _BAD_GET_ARGS there.
+    gathered = [((3, 4, 5), "float32", False, np.s_[::2], "get", None, kw)
+                for kw in _BAD_GET_ARGS]
     ours, theirs = upstream_parity.run_side_by_side(
-        _COMPARE_WORKER, cases + equivalents, timeout=600)
-    theirs_eq = iter(theirs[len(cases):])
+        _COMPARE_WORKER, cases + equivalents + gathered, timeout=600)
+    theirs_eq = iter(theirs[len(cases):len(cases) + len(equivalents)])
+    gather_errors = theirs[len(cases) + len(equivalents):]
     ours, theirs = ours[:len(cases)], theirs[:len(cases)]
-    n_past_int32 = 0
+    n_past_int32 = n_stricter = 0
     for k, case in enumerate(cases):
+      op, kw = case[4], case[6]
       if repr(case[3]) in _EQUIVALENT:
         eq = next(theirs_eq)
         if (theirs[k][:2] == ("error", "OverflowError") and
             "FutureWarning" not in eq[-1] and
-            case[6].get("mode") not in ("bogus", "promise_inbounds")):
+            (op == "get" or kw.get("mode") != "bogus")):
           theirs[k] = eq
           n_past_int32 += 1
+      if (op == "get" and kw in _BAD_GET_ARGS and theirs[k][0] == "ok" and
+          (theirs[k][1].size or "fill_value" in kw)):
+        # Upstream's slice rewrite took the index without the gather path's
+        # checks (which skip the mode for an empty result): ours makes them.
+        error = gather_errors[_BAD_GET_ARGS.index(kw)]
+        self.assertEqual(error[0], "error")
+        self.assertEqual(ours[k], error, str(case))
+        theirs[k] = error
+        n_stricter += 1
     self.assertGreater(n_past_int32, 20)
+    self.assertGreater(n_stricter, 5)
     n_ok = len(upstream_parity.assert_same_outcomes(self, cases, ours, theirs,
                                                     array_field=1))
     self.assertGreater(n_ok, len(cases) // 2)
