@@ -13,9 +13,11 @@
 # limitations under the License.
 """Reverse mode through generic `lax.reduce_window`: speed and memory.
 
-For float32 (1024, 1024), window (3, 3), SAME, and NHWC (32, 64, 64, 64),
-window (1, 3, 3, 1), strides (1, 2, 2, 1), SAME, with a multiply and a
-log-sum-exp reducer written as Python functions, reports in one run:
+For float32 (1024, 1024), window (3, 3), SAME; (512, 512), window (8, 8),
+SAME (windows longer than 4 are reduced by doubling); and NHWC
+(32, 64, 64, 64), window (1, 3, 3, 1), strides (1, 2, 2, 1), SAME, with a
+multiply and a log-sum-exp reducer written as Python functions, reports in
+one run:
 
 * jitted grad time / jitted primal time (goal: <= 4), grad of
   0.5 * sum(out ** 2), which needs the primal output as well; wall-clock
@@ -44,11 +46,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 CASES = {
     "2d": dict(shape=(1024, 1024), dims=(3, 3), strides=(1, 1)),
+    "2d_8x8": dict(shape=(512, 512), dims=(8, 8), strides=(1, 1)),
     "nhwc": dict(shape=(32, 64, 64, 64), dims=(1, 3, 3, 1),
                  strides=(1, 2, 2, 1)),
 }
 QUICK_CASES = {
     "2d": dict(shape=(256, 256), dims=(3, 3), strides=(1, 1)),
+    "2d_8x8": dict(shape=(128, 128), dims=(8, 8), strides=(1, 1)),
     "nhwc": dict(shape=(4, 32, 32, 16), dims=(1, 3, 3, 1),
                  strides=(1, 2, 2, 1)),
 }

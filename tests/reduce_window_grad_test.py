@@ -232,8 +232,9 @@ class ReduceWindowGradTest(jtu.JaxTestCase):
     self.assertAllClose(jax.jit(jax.grad(sq))(x), jax.jit(jax.jacfwd(sq))(x))
 
   def testVmapBatchedOperandsAndInits(self):
-    # Reverse mode needs an identity init value, with and without vmap: grad
-    # checks a known init value, vmap(grad) each of a batch of known ones.
+    # A known init value is checked for being an identity; a traced one (a
+    # jit argument, a batched one under vmap) is trusted, and reverse mode
+    # differentiates init combined once per window.
     rng = np.random.RandomState(3)
     xs = _operand(rng, (3, 4, 5), "")
     inits = jnp.array([1., 2., 0.5])
@@ -243,19 +244,17 @@ class ReduceWindowGradTest(jtu.JaxTestCase):
     with self.assertRaisesRegex(ValueError, "not an identity"):
       grad_f(xs[1], 2.)
     with self.assertRaisesRegex(ValueError, "not an identity"):
-      jax.vmap(grad_f)(xs, inits)
+      jax.vmap(grad_f, (0, None))(xs, 2.)   # unbatched: known
     g = jax.vmap(grad_f)(xs, jnp.ones(3))
     for k in range(3):
       self.assertAllClose((g[0][k], g[1][k]), grad_f(xs[k], 1.))
-    # Init values not known while tracing (jit arguments) cannot be checked,
-    # with or without vmap; both differentiate init combined once per window.
     # Every window has elements: the result is init * (product of window).
     ref = lambda x, i: jnp.sum((i * rw(x, 1.)) ** 2)
-    g = jax.jit(jax.vmap(grad_f))(xs, inits)
-    for k in range(3):
-      gk = jax.grad(ref, argnums=(0, 1))(xs[k], inits[k])
-      self.assertAllClose((g[0][k], g[1][k]), gk)
-      self.assertAllClose(jax.jit(grad_f)(xs[k], inits[k]), gk)
+    for g in [jax.vmap(grad_f)(xs, inits), jax.jit(jax.vmap(grad_f))(xs, inits)]:
+      for k in range(3):
+        gk = jax.grad(ref, argnums=(0, 1))(xs[k], inits[k])
+        self.assertAllClose((g[0][k], g[1][k]), gk)
+        self.assertAllClose(jax.jit(grad_f)(xs[k], inits[k]), gk)
     # Batched operands, shared init; and jit.
     g = jax.jit(jax.vmap(jax.grad(f), in_axes=(0, None)))(xs, 1.)
     for k in range(3):
@@ -364,9 +363,9 @@ class ReduceWindowGradTest(jtu.JaxTestCase):
     self.assertAllClose(jax.vjp(f, x)[1](ct), jax.vjp(ref, x)[1](ct))
 
   def testKnownAndTracedIdentityInitsAgree(self):
-    # A known identity init skips the combination with the init value; an
-    # init computed from traced values cannot be checked and is combined
-    # once per window.  Both give the same gradient.
+    # A known init value is checked, and as an identity skips the combination
+    # with the init value; a traced one is trusted and combined once per
+    # window.  Both give the same gradient.
     rng = np.random.RandomState(11)
     x = _operand(rng, (5, 6), "")
     geom = ((3, 2), (2, 1), ((1, 2), (0, 1)), (1, 2), (1, 1))
@@ -376,25 +375,23 @@ class ReduceWindowGradTest(jtu.JaxTestCase):
       traced = lambda x, comp=comp, init=init: jnp.sum(jnp.sin(
           lax.reduce_window(x, lax.stop_gradient(x[0, 0]) * 0 + init, comp,
                             *geom)))
-      seen = []  # the init values the check got: None when unknown
-      check = lax_windowed._rw_check_transposable
+      check = lax_windowed._rw_check_identity
+      checked = []
       def spy(jaxpr, consts, init_values):
-        seen.append(init_values)
+        checked.append(init_values)
         return check(jaxpr, consts, init_values)
-      lax_windowed._rw_check_transposable = spy
+      lax_windowed._rw_check_identity = spy
       try:
         want = jax.grad(known)(x)
+        self.assertLen(checked, 1)
         got_traced = jax.jit(jax.grad(traced))(x)
+        self.assertLen(checked, 1)
         got_known = jax.jit(jax.grad(known))(x)
+        self.assertLen(checked, 2)
       finally:
-        lax_windowed._rw_check_transposable = check
-      self.assertEqual([v is None for v in seen], [False, True, False])
+        lax_windowed._rw_check_identity = check
       self.assertAllClose(got_traced, want, rtol=1e-12, atol=1e-12)
       self.assertAllClose(got_known, want, rtol=1e-12, atol=1e-12)
-    self.assertIsNone(lax_windowed._rw_known_value(  # not an init value
-        jnp.ones((2,)), np.float32))
-    self.assertEqual(lax_windowed._rw_known_value(2, np.float32),
-                     np.float32(2))
 
   def testChunkedCotangent(self):
     # Large operands get their cotangent in chunks along a leading dimension
@@ -402,14 +399,13 @@ class ReduceWindowGradTest(jtu.JaxTestCase):
     rng = np.random.RandomState(10)
     x = _operand(rng, (6, 5, 7, 2), "")
     geom = ((1, 3, 2, 1), (1, 2, 1, 1), "SAME", (1, 1, 1, 1), (1, 1, 2, 1))
-    params = lambda dims: dict(window_dimensions=dims, window_strides=(1,),
-                               padding=((0, 0),), base_dilation=(1,),
-                               window_dilation=(1,))
-    self.assertEqual(lax_windowed._rw_num_chunks([x], params((1,)),
-                                                 x.nbytes // 3), 3)
-    self.assertEqual(lax_windowed._rw_num_chunks([x], params((1,)), 1), 6)
+    chunks = lambda dims, chunk_bytes: lax_windowed._rw_num_chunks(
+        [x], window_dimensions=dims, window_strides=(1,), padding=((0, 0),),
+        base_dilation=(1,), chunk_bytes=chunk_bytes)
+    self.assertEqual(chunks((1,), x.nbytes // 3), 3)
+    self.assertEqual(chunks((1,), 1), 6)
     # A window that spans dimension 0: no chunks.
-    self.assertEqual(lax_windowed._rw_num_chunks([x], params((2,)), 1), 1)
+    self.assertEqual(chunks((2,), 1), 1)
     for comp, init in [(_mul, 1.), (jnp.logaddexp, -np.inf)]:
       f = _rw(comp, init, *geom)
       ref = lambda x, i, comp=comp: _reference(
@@ -441,22 +437,20 @@ class ReduceWindowGradTest(jtu.JaxTestCase):
     self.assertAllClose(g, g64.astype(np.float32), rtol=1e-5, atol=1e-5)
 
   @parameterized.named_parameters(
-      dict(testcase_name=f"_{name}", comp=comp, init=init, what=what)
-      for name, comp, init, what in [
-          ("sub", _sub, 0., "commutative"),
-          ("mean", _mean, 0., "associative"),
-          ("first", lambda a, b: a, 0., "commutative"),
-          ("pair", lambda a, b: (a[0] * b[1] + a[1], a[1] + b[1]),
-           (0., 1.), "commutative")])
-  def testNonAssociativeOrNonCommutativeRaises(self, comp, init, what):
+      dict(testcase_name=f"_{name}", comp=comp, init=init)
+      for name, comp, init in [
+          ("sub", _sub, 0.), ("mean", _mean, 0.), ("first", lambda a, b: a, 0.),
+          ("pair", lambda a, b: (a[0] * b[1] + a[1], a[1] + b[1]), (0., 1.))])
+  def testComputationWithoutIdentityRaises(self, comp, init):
+    # None of these has an identity, so their (known) init value is not one.
     x = jnp.arange(1., 9.)
     f = lambda x: lax.reduce_window(x if not isinstance(init, tuple)
                                     else (x, x), init, comp, (3,), (1,),
                                     "SAME")
     loss = lambda x: sum(jnp.sum(o) for o in jax.tree_util.tree_leaves(f(x)))
-    with self.assertRaisesRegex(ValueError, f"not {what}"):
+    with self.assertRaisesRegex(ValueError, "is not an identity"):
       jax.grad(loss)(x)
-    with self.assertRaisesRegex(ValueError, "associative and commutative"):
+    with self.assertRaisesRegex(ValueError, "is not an identity"):
       jax.jit(jax.vjp(f, x)[1])(jax.tree_util.tree_map(jnp.ones_like, f(x)))
     # Forward mode is unaffected, and agrees with finite differences.
     check_grads(loss, (x,), order=1, modes=["fwd"])

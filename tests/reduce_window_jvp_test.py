@@ -23,6 +23,7 @@ import numpy as np
 import jax
 from jax import lax
 import jax.numpy as jnp
+from jax._src import core
 from jax._src import test_util as jtu
 from jax._src.interpreters import partial_eval as pe
 from jax._src.lax import windowed_reductions as lax_windowed
@@ -298,11 +299,13 @@ class ReduceWindowJvpTest(jtu.JaxTestCase):
     y_ref, t_ref = jax.jvp(f, (x,), (t,))
     self.assertAllClose(y, y_ref)
     self.assertAllClose(f_lin(t), t_ref)
-    # The linear part holds the tangent-only primitive, linear in the
-    # tangent input, and no primal (carried) reduction.
+    # The linear part holds one reduce_window_jvp, whose tangent outputs are
+    # linear in its tangent inputs and whose primal outputs are dropped.
     lin_jaxpr = jax.make_jaxpr(f_lin)(t).jaxpr
     prims = [e.primitive for e in lin_jaxpr.eqns]
-    self.assertEqual(prims, [lax_windowed.reduce_window_tangent_p])
+    self.assertEqual(prims, [lax_windowed.reduce_window_jvp_p])
+    self.assertEqual([type(v) for v in lin_jaxpr.eqns[0].outvars],
+                     [core.DropVar, core.Var])
     # Under jit too, and with remat.
     y2, f_lin2 = jax.linearize(jax.jit(f), x)
     self.assertAllClose(f_lin2(t), t_ref)
@@ -329,9 +332,12 @@ class ReduceWindowJvpTest(jtu.JaxTestCase):
       known, staged, unks, _, _ = pe.partial_eval_jaxpr_custom(
           jvp_jaxpr, [False, True], [True, True], False, False, policy)
       self.assertEqual(unks, [False, True])
+      # The primal by reduce_window_p itself, the tangent staged.
       self.assertIn(lax_windowed.reduce_window_p,
                     [e.primitive for e in known.eqns])
-      self.assertIn(lax_windowed.reduce_window_tangent_p,
+      self.assertNotIn(lax_windowed.reduce_window_jvp_p,
+                       [e.primitive for e in known.eqns])
+      self.assertIn(lax_windowed.reduce_window_jvp_p,
                     [e.primitive for e in staged.eqns])
 
   def testJvpIsOneReduceWindow(self):
@@ -340,17 +346,13 @@ class ReduceWindowJvpTest(jtu.JaxTestCase):
     jvp = jax.jit(lambda x, t: jax.jvp(f, (x,), (t,)))
     hlo = jvp.lower(x, x).as_text()
     self.assertEqual(hlo.count("stablehlo.reduce_window"), 1)
-    # Only the tangent, or only the primal: still a single reduction.
+    # Only the tangent: still a single reduction.
     t_only = jax.jit(lambda x, t: jax.jvp(f, (x,), (t,))[1])
     self.assertEqual(t_only.lower(x, x).as_text().count(
         "stablehlo.reduce_window"), 1)
-    # Dead-code elimination keeps only the half that is used.
     jaxpr = jax.make_jaxpr(lambda x, t: jax.jvp(f, (x,), (t,)))(x, x).jaxpr
-    prims = lambda used: [e.primitive for e in pe.dce_jaxpr(jaxpr, used)[0].eqns]
-    self.assertEqual(prims([True, False]), [lax_windowed.reduce_window_p])
-    self.assertEqual(prims([False, True]),
-                     [lax_windowed.reduce_window_tangent_p])
-    self.assertEqual(prims([True, True]), [lax_windowed.reduce_window_jvp_p])
+    self.assertEqual([e.primitive for e in jaxpr.eqns],
+                     [lax_windowed.reduce_window_jvp_p])
 
   def testJitOfJvpOfJit(self):
     x = jtu.rand_small(self.rng())((4, 4), np.float32)
@@ -377,22 +379,25 @@ class ReduceWindowJvpTest(jtu.JaxTestCase):
       jax.jvp(lambda x: lax.reduce_window(x, jnp.zeros(2), _mul, (2, 2),
                                           (1, 1), "VALID"), (x,), (x,))
 
-  def testPrimitiveChecksTangentTypes(self):
+  def testJvpPrimitive(self):
+    # reduce_window_jvp(operands, operand tangents, init values, init
+    # tangents) is reduce_window of the carried computation, and checks its
+    # arguments as reduce_window does.
     x = jnp.ones((4, 4), jnp.float32)
     jaxpr = jax.make_jaxpr(_mul)(np.float32(0), np.float32(0)).jaxpr
     params = dict(jaxpr=jaxpr, consts=(), window_dimensions=(2, 2),
                   window_strides=(1, 1), padding=((0, 0), (0, 0)),
                   base_dilation=(1, 1), window_dilation=(1, 1))
     prim = lax_windowed.reduce_window_jvp_p
-    with self.assertRaisesRegex(TypeError, "operand tangent 0 must have"):
-      prim.bind(x, np.float32(1), jnp.ones((3, 4)), np.float32(0), **params)
-    with self.assertRaisesRegex(TypeError, "init_value tangent 0 must be"):
-      prim.bind(x, np.float32(1), x, jnp.ones(2), **params)
-    with self.assertRaisesRegex(TypeError, "one tangent per operand"):
-      prim.bind(x, np.float32(1), **params)
-    out, t_out = prim.bind(x, np.float32(2), x, np.float32(0), **params)
-    self.assertAllClose(out, 2 * jnp.ones((3, 3)))
-    self.assertAllClose(t_out, 8 * jnp.ones((3, 3)))
+    with self.assertRaisesRegex(TypeError, "inconsistent dtypes"):
+      prim.bind(x, x, np.float32(1), np.int32(0), **params)
+    with self.assertRaisesRegex(TypeError, "init_values to be scalars"):
+      prim.bind(x, x, np.float32(1), jnp.ones(2), **params)
+    out, t_out = prim.bind(2 * x, 3 * x, np.float32(1), np.float32(0),
+                           **params)
+    self.assertAllClose(out, 16 * jnp.ones((3, 3)))
+    # d(x1 * x2 * x3 * x4) = 4 * 3 * 2**3.
+    self.assertAllClose(t_out, 96 * jnp.ones((3, 3)))
 
 
 if __name__ == "__main__":
