@@ -31,6 +31,7 @@ from jax._src import core
 from jax._src import pretty_printer as pp
 from jax._src import source_info_util
 from jax._src import test_util as jtu
+from jax._src.lib import xla_client
 from jax.experimental.shard_map import shard_map
 from jax.sharding import Mesh, PartitionSpec as P
 
@@ -134,22 +135,6 @@ class PrettyPrinterSourceMapTest(jtu.JaxTestCase):
       doc.format(80, False, " # ")  # pytype: disable=wrong-arg-count
     self.assertEqual(doc.format(80, use_color=False, annotation_prefix=" # "),
                      "a")
-
-  def test_lazy_source_resolved_only_when_collecting(self):
-    calls = []
-    def resolve(x):
-      calls.append(x)
-      return x + 1
-    doc = pp.lazy_source_map(pp.text("ab"), resolve, 41)
-    self.assertEqual(doc.format(use_color=False), "ab")
-    self.assertEqual(str(doc), "ab")
-    self.assertEqual(calls, [])
-    self.assertEqual(_fmt(doc), ("ab", [[(0, 2, 42)]]))
-    self.assertEqual(calls, [41])
-    # A lazy source resolving to None marks nothing.
-    outer = pp.source_map(pp.lazy_source_map(pp.text("c"), lambda _: None, 0),
-                          7)
-    self.assertEqual(_fmt(outer)[1], [[(0, 1, 7)]])
 
 
 class PrettyPrinterSourceMapContractTest(jtu.JaxTestCase):
@@ -274,6 +259,11 @@ def _pieces(text, regions):
   return out
 
 
+def _user_frame(traceback):
+  return source_info_util.user_frame(source_info_util.SourceInfo(
+      traceback, source_info_util.new_name_stack()))
+
+
 class JaxprSourceMapTest(jtu.JaxTestCase):
 
   def _print(self, jaxpr, **kw):
@@ -281,9 +271,11 @@ class JaxprSourceMapTest(jtu.JaxTestCase):
     text = jaxpr.pretty_print(source_map=regions, use_color=False, **kw)
     self.assertEqual(text, jaxpr.pretty_print(use_color=False, **kw))
     _check_well_formed(self, text, regions)
+    # Equations are marked with their tracebacks; here, the frames in them.
     for _, source in _pieces(text, regions):
-      self.assertIsInstance(source, source_info_util.Frame)
-    return text, regions
+      self.assertIsInstance(source, xla_client.Traceback)
+    return text, [[(a, b, _user_frame(tb)) for a, b, tb in line]
+                  for line in regions]
 
   def _assert_eqn_frame(self, text, regions, prim, fn, needle):
     """Some region printing primitive `prim` maps to `needle`'s line."""
@@ -314,12 +306,9 @@ class JaxprSourceMapTest(jtu.JaxTestCase):
     (a, b, frame), = regions[2]
     self.assertEqual(lines[2][a:b], "c:f32[3] = mul b 3.0")
     self.assertEqual(frame.start_line, _line_of(f, "y * 3.0"))
-    # The same through the ClosedJaxpr (and with the other options:
+    # The same through the open Jaxpr (and with the other options:
     # JaxprAnnotationsSourceMapTest.test_color_and_annotations).
-    closed_regions = []
-    self.assertEqual(jaxpr.pretty_print(source_map=closed_regions, width=40,
-                                        use_color=False), text)
-    self.assertEqual(closed_regions, regions)
+    self.assertEqual(self._print(jaxpr.jaxpr, width=40), (text, regions))
 
   def test_pp_toplevel_jaxpr_prints_what_upstream_prints(self):
     # Expected texts: upstream jax 0.4.26's Jaxpr.pretty_print for the same
@@ -377,12 +366,24 @@ class JaxprSourceMapTest(jtu.JaxTestCase):
     (_, _, frame), = regions[2]
     self.assertEqual(frame.start_line, _line_of(f, "jnp.sin"))
 
-  def test_lazy_frames_when_not_collecting(self):
-    jaxpr = jax.make_jaxpr(lambda x: jnp.sin(x))(1.0)
-    with mock.patch.object(source_info_util, "user_frame",
-                           side_effect=AssertionError("frame resolved")):
-      str(jaxpr)
-      jaxpr.pretty_print(use_color=False)
+  def test_tracebacks_are_not_read_when_printing(self):
+    # Printing, with a source map or without, does not look into tracebacks:
+    # the source of an equation's text is its traceback object itself.
+    class Traceback:
+      def raw_frames(self):
+        raise AssertionError("the traceback was read")
+    jaxpr = jax.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(1.0).jaxpr
+    tbs = [Traceback(), Traceback()]
+    jaxpr = jaxpr.replace(eqns=[
+        e.replace(source_info=e.source_info.replace(traceback=tb))
+        for e, tb in zip(jaxpr.eqns, tbs)])
+    text = str(jaxpr)
+    regions = []
+    self.assertEqual(jaxpr.pretty_print(source_map=regions), text)
+    sources = [s for _, s in _pieces(text, regions)]
+    self.assertLen(sources, 2)
+    self.assertIs(sources[0], tbs[0])
+    self.assertIs(sources[1], tbs[1])
 
   def test_pjit_nested_and_hoisted(self):
     @jax.jit
@@ -499,7 +500,7 @@ class JaxprAnnotationsSourceMapTest(jtu.JaxTestCase):
   """Jaxprs printed with two annotations per equation (source and name stack).
 
   The line holding only the second annotation gets an empty list of regions
-  (0006; on 0.4.27+, where upstream's printer gives it none, 0018).
+  (patch 0006's printer; upstream's, from 0.4.27, gives it none).
   """
 
   _print = JaxprSourceMapTest._print
@@ -521,7 +522,7 @@ class JaxprAnnotationsSourceMapTest(jtu.JaxTestCase):
                                       **kw)
     self.assertIn("\x1b[", color_text)
     self.assertEqual(_ANSI.sub("", color_text), text)
-    self.assertEqual([(_ANSI.sub("", t), s)
+    self.assertEqual([(_ANSI.sub("", t), _user_frame(s))
                       for t, s in _pieces(color_text, color_regions)],
                      _pieces(text, regions))
     # (From test_top_level_equations.) The open jaxpr with the other options
