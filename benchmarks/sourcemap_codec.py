@@ -19,7 +19,7 @@ line deltas that often need 2-digit VLQs) and reports ms per 10^5 segments,
 which should stay flat (linear growth).  Both functions have upstream's
 semantics (relative segments), so for a same-run ratio the benchmark times
 upstream's own `jax._src.sourcemap` (introduced in jax 0.4.28), read from a
-clone of jax-ml/jax (`--jax-repo`, or $JAX_REPO; `--tag`, default
+clone or bundle of jax-ml/jax (`--jax-repo`, or $JAX_UPSTREAM_REPO; `--tag`, default
 jax-v0.4.28) on the same inputs, and checks that both give the same results.
 Target: at least upstream's speed at 10^5 segments, both ways.  Without a
 clone it times a plain digit-by-digit codec written here instead.
@@ -41,10 +41,11 @@ import gc
 import os
 import random
 import statistics
-import subprocess
 import sys
 import time
 import types
+
+import _common  # noqa: F401  (puts build/, forktool's home, on sys.path)
 
 from jax._src import sourcemap  # pylint: disable=g-import-not-at-top
 
@@ -113,11 +114,10 @@ def naive_deserialize(text: str):
 
 def load_upstream(jax_repo: str, tag: str) -> types.ModuleType:
   """Upstream's jax/_src/sourcemap.py at `tag`, as a module."""
-  git_dir = jax_repo if os.path.isdir(os.path.join(jax_repo, "objects")) else (
-      os.path.join(jax_repo, ".git"))
-  src = subprocess.run(
-      ["git", "--git-dir", git_dir, "show", f"{tag}:jax/_src/sourcemap.py"],
-      check=True, capture_output=True, text=True).stdout
+  from forktool import tree as T
+  with T.open_jax_repo(jax_repo) as repo:
+    src = T.git(repo, "show", f"{tag}:jax/_src/sourcemap.py",
+                git_dir=True).decode()
   mod = types.ModuleType("upstream_sourcemap")
   mod.__file__ = f"{tag}:jax/_src/sourcemap.py"
   sys.modules[mod.__name__] = mod  # dataclasses look their module up.
@@ -140,7 +140,7 @@ def cpu_timeit(fn, *, repeat: int) -> float:
 def main(argv: list[str]) -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--quick", action="store_true")
-  parser.add_argument("--jax-repo", default=os.environ.get("JAX_REPO"))
+  parser.add_argument("--jax-repo", default=os.environ.get("JAX_UPSTREAM_REPO"))
   parser.add_argument("--tag", default="jax-v0.4.28")
   args = parser.parse_args(argv)
   if args.jax_repo:
