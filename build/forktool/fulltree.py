@@ -238,11 +238,10 @@ def differing_from_installed(tree: Path, patches_dir: Path,
         (tree / "jax" / rel).is_file()
         and (tree / "jax" / rel).read_bytes() == p.read_bytes()):
       out.append(f"jax/{rel}")
-  for name in P.read_series(patches_dir):
-    out += sorted(path for path in P.read_patch(patches_dir / name)
-                  .touched_paths() if path.startswith("jax/")
-                  and (tree / path).exists()
-                  and not (installed / path[4:]).exists())
+  out += sorted({path for name in P.read_series(patches_dir)
+                 for path in P.read_patch(patches_dir / name).touched_paths()
+                 if path.startswith("jax/") and (tree / path).exists()
+                 and not (installed / path[4:]).exists()})
   return out
 
 
