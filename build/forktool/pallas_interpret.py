@@ -13,20 +13,26 @@
 # limitations under the License.
 """pytest plugin: upstream's Pallas TPU tests in interpret mode on CPU.
 
-`build/fork.py upstream-tests --pallas-interpret [--pallas-rtol RTOL]` loads
-it (`-p forktool.pallas_interpret`, RTOL in $JAX_FORK_PALLAS_INTERPRET_RTOL),
+`build/fork.py upstream-tests --pallas-interpret [--pallas-rtol RTOL]
+[--hypothesis-max-examples N]` loads it (`-p forktool.pallas_interpret`; RTOL
+in $JAX_FORK_PALLAS_INTERPRET_RTOL, N in $JAX_FORK_HYPOTHESIS_MAX_EXAMPLES),
 without editing the test files. For the whole session:
 - every `jax.experimental.pallas.pallas_call` runs with `interpret=True`;
-- `jax._src.test_util.is_device_tpu_at_least` answers True, so tests gated
-  on a TPU generation run;
+- the TPU gates answer as a TPU v5e (`EMULATED_TPU`) would:
+  `jtu.device_under_test()` is "tpu" (so `jtu.test_device_matches(["tpu"])`
+  is true), `jtu.is_device_tpu(version, variant)` and
+  `jtu.is_device_tpu_at_least(version)` compare with v5e;
 - `numpy.testing.assert_allclose` uses at least RTOL as its rtol: interpret
   mode sums in XLA CPU's order, not the TPU's;
-- a test that fails with a NotImplementedError saying that a feature is "not
-  supported in interpret mode" (remote copies, barrier semaphores) is
-  reported as skipped, "not runnable on CPU: ...".
+- with N, hypothesis runs at most N examples per test;
+- a test of what interpret mode cannot model (`TPU_ONLY`: the TPU compiler's
+  behaviour), or that fails with a NotImplementedError saying that a feature
+  is "not supported in interpret mode", is reported as skipped, "not runnable
+  on CPU: ...".
 """
 from __future__ import annotations
 
+import fnmatch
 import functools
 import os
 
@@ -34,9 +40,22 @@ import pytest
 
 from forktool.upstream_tests import NOT_RUNNABLE
 
+EMULATED_TPU = ("TPU v5 lite", 5)  # device kind, generation
+
+# Upstream's tests of the TPU compiler's own behaviour, by pytest id pattern.
+TPU_ONLY = {
+    "pallas/pallas_call_tpu_test.py::PallasCallTest::test_cost_analysis":
+        "checks the TPU compiler's cost analysis",
+    "pallas/pallas_call_tpu_test.py::PallasCallTest::test_vmem_limit":
+        "checks the TPU compiler's VMEM limit",
+    "pallas/pallas_call_tpu_test.py::PallasCallTest::test_allow_input_fusion":
+        "checks the TPU compiler's input fusion",
+}
+
 
 def pytest_configure(config):
   del config
+  import jax
   import numpy as np
   from jax._src import test_util as jtu
   from jax.experimental import pallas as pl
@@ -54,9 +73,37 @@ def pytest_configure(config):
     return assert_allclose(actual, desired, max(rtol, min_rtol), *args,
                            **kwargs)
 
+  def is_device_tpu(version=None, variant=""):
+    kind = EMULATED_TPU[0]
+    expected = f"v{version}{variant}"
+    return version is None or (
+        "v5 lite" in kind if expected == "v5e" else expected in kind)
+
   pl.pallas_call = interpreted_pallas_call
-  jtu.is_device_tpu_at_least = lambda version: True
+  jax.config.update("jax_test_dut", "tpu")
+  jtu.get_tpu_version = lambda: EMULATED_TPU[1]
+  jtu.is_device_tpu = is_device_tpu
   np.testing.assert_allclose = looser_assert_allclose
+
+
+def pytest_collection_modifyitems(config, items):
+  del config
+  for item in items:
+    test_id = item.nodeid.split("tests/", 1)[-1]
+    for pattern, reason in TPU_ONLY.items():
+      if fnmatch.fnmatchcase(test_id, pattern + "*"):
+        item.add_marker(pytest.mark.skip(reason=f"{NOT_RUNNABLE}: {reason}"))
+  if cap := os.environ.get("JAX_FORK_HYPOTHESIS_MAX_EXAMPLES"):
+    try:
+      import hypothesis as hp
+    except ImportError:
+      return
+    # After collection: the test files have loaded their own profiles.
+    current = hp.settings.default
+    hp.settings.register_profile(
+        "jax-fork-capped", parent=current,
+        max_examples=min(current.max_examples, int(cap)))
+    hp.settings.load_profile("jax-fork-capped")
 
 
 @pytest.hookimpl(hookwrapper=True)
