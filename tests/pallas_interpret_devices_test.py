@@ -182,7 +182,7 @@ class RemoteCopyTest(jtu.JaxTestCase):
     x = ints(4, N * 8, 128)
     pallas_call = pl.pallas_call
     with mock.patch.object(pl, "pallas_call", lambda *args, **kwargs:
-                           pallas_call(*args, **kwargs, interpret=True)):
+                           pallas_call(*args, **{**kwargs, "interpret": True})):
       out = all_gather.all_gather(
           jax.device_put(x, jax.sharding.NamedSharding(m, P("x"))), mesh=m,
           axis_name="x")

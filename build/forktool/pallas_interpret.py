@@ -25,14 +25,13 @@ without editing the test files. For the whole session:
 - `numpy.testing.assert_allclose` uses at least RTOL as its rtol: interpret
   mode sums in XLA CPU's order, not the TPU's;
 - with N, hypothesis runs at most N examples per test;
-- a test of what interpret mode cannot model (`TPU_ONLY`: the TPU compiler's
-  behaviour), or that fails with a NotImplementedError saying that a feature
+- a test of what interpret mode does not model (`TPU_ONLY`: the TPU
+  compiler's behaviour), or that fails with a NotImplementedError saying that a feature
   is "not supported in interpret mode", is reported as skipped, "not runnable
   on CPU: ...".
 """
 from __future__ import annotations
 
-import fnmatch
 import functools
 import os
 
@@ -42,14 +41,21 @@ from forktool.upstream_tests import NOT_RUNNABLE
 
 EMULATED_TPU = ("TPU v5 lite", 5)  # device kind, generation
 
-# Upstream's tests of the TPU compiler's own behaviour, by pytest id pattern.
+# Upstream's tests of what interpret mode does not model (the TPU compiler's
+# own behaviour, semaphore Refs' dtypes), by pytest id prefix.
+_CALL = "pallas/pallas_call_tpu_test.py::"
 TPU_ONLY = {
-    "pallas/pallas_call_tpu_test.py::PallasCallTest::test_cost_analysis":
+    _CALL + "PallasCallTest::test_cost_analysis":
         "checks the TPU compiler's cost analysis",
-    "pallas/pallas_call_tpu_test.py::PallasCallTest::test_vmem_limit":
+    _CALL + "PallasCallTest::test_vmem_limit":
         "checks the TPU compiler's VMEM limit",
-    "pallas/pallas_call_tpu_test.py::PallasCallTest::test_allow_input_fusion":
+    _CALL + "PallasCallTest::test_allow_input_fusion":
         "checks the TPU compiler's input fusion",
+    _CALL + "PallasCallInputOutputAliasingTest::":
+        "checks the TPU compiler's buffer aliasing (memory_analysis)",
+    _CALL + "PallasCallDMATest::test_can_allocate_":
+        "checks semaphore Refs' dtypes; interpret mode holds semaphores as "
+        "integer counters",
 }
 
 
@@ -91,19 +97,18 @@ def pytest_collection_modifyitems(config, items):
   for item in items:
     test_id = item.nodeid.split("tests/", 1)[-1]
     for pattern, reason in TPU_ONLY.items():
-      if fnmatch.fnmatchcase(test_id, pattern + "*"):
+      if test_id.startswith(pattern):
         item.add_marker(pytest.mark.skip(reason=f"{NOT_RUNNABLE}: {reason}"))
   if cap := os.environ.get("JAX_FORK_HYPOTHESIS_MAX_EXAMPLES"):
-    try:
-      import hypothesis as hp
-    except ImportError:
-      return
-    # After collection: the test files have loaded their own profiles.
-    current = hp.settings.default
-    hp.settings.register_profile(
-        "jax-fork-capped", parent=current,
-        max_examples=min(current.max_examples, int(cap)))
-    hp.settings.load_profile("jax-fork-capped")
+    for item in items:
+      # `hypothesis.given` keeps the settings in force when it decorated the
+      # test (the file's profile) on the test function.
+      test = getattr(getattr(item, "obj", None), "__func__",
+                     getattr(item, "obj", None))
+      settings = getattr(test, "_hypothesis_internal_use_settings", None)
+      if settings is not None and settings.max_examples > int(cap):
+        test._hypothesis_internal_use_settings = type(settings)(
+            settings, max_examples=int(cap))
 
 
 @pytest.hookimpl(hookwrapper=True)
