@@ -18,6 +18,8 @@ Data are small integers in float32, so every result is exact whatever the
 order of summation, and is compared with NumPy exactly."""
 from __future__ import annotations
 
+from unittest import mock
+
 from absl.testing import absltest
 from absl.testing import parameterized
 import numpy as np
@@ -26,6 +28,7 @@ import jax
 import jax.numpy as jnp
 from jax._src import test_util as jtu
 from jax.experimental import export
+from jax.experimental import mosaic
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
@@ -258,15 +261,29 @@ class CyclesAndSchedulesTest(jtu.JaxTestCase):
 
 
 class TpuLoweringTest(jtu.JaxTestCase):
-  """On CPU, exporting for TPU runs Pallas's lowering of the kernel to Mosaic
-  and then stops: 0.4.26's Mosaic compilation asks for the TPU's kind."""
+  """On CPU, exporting for TPU runs Pallas's lowering of the kernel to a
+  Mosaic module, which these tests take from `as_tpu_kernel` and check: it
+  verifies and holds the DMAs, loops and matmuls of the pipeline. (On jax
+  0.4.26 Mosaic's compilation then stops: it asks for the TPU's kind.)"""
 
-  def assert_lowers_to_mosaic(self, kernel, out_shape, *shapes):
+  def assert_lowers_to_mosaic(self, kernel, out_shape, *shapes, ops):
+    modules = []
+    as_tpu_kernel = mosaic.as_tpu_kernel
+    def capture(module, *args, **kwargs):
+      module.operation.verify()
+      modules.append(module.operation.get_asm())
+      return as_tpu_kernel(module, *args, **kwargs)
     call = lambda *args: outer_call(kernel, out_shape, *args, interpret=False)
-    try:
-      export.export(call, lowering_platforms=("tpu",))(*shapes)
-    except ValueError as e:
-      self.assertIn("Unrecognized TPU device kind", str(e))
+    export_ = export.export(call, lowering_platforms=("tpu",))
+    with mock.patch.object(mosaic, "as_tpu_kernel", capture):
+      if jax.__version_info__ < (0, 4, 30):
+        with self.assertRaisesRegex(ValueError, "Unrecognized TPU device kind"):
+          export_(*shapes)
+      else:
+        export_(*shapes)
+    self.assertLen(modules, 1)
+    for op in ops:
+      self.assertIn(op, modules[0])
 
   def test_matmul_with_accumulators(self):
     def body(x_ref, y_ref, z_ref):
@@ -279,7 +296,9 @@ class TpuLoweringTest(jtu.JaxTestCase):
           out_specs=pl.BlockSpec(lambda i, j, k: (i, j), (128, 128)),
           should_accumulate_out=True)(x_ref, y_ref, z_ref)
     shape = jax.ShapeDtypeStruct((512, 512), jnp.float32)
-    self.assert_lowers_to_mosaic(kernel, shape, shape, shape)
+    self.assert_lowers_to_mosaic(
+        kernel, shape, shape, shape,
+        ops=["tpu.enqueue_dma", "tpu.wait_dma", "scf.for", "tpu.matmul"])
 
   def test_nested_pipelines_with_vmem_specs(self):
     tile = pl.BlockSpec(lambda i: (i, 0), (8, 128), memory_space=VMEM)
@@ -292,7 +311,8 @@ class TpuLoweringTest(jtu.JaxTestCase):
       pltpu.emit_pipeline(outer_body, grid=(4,), in_specs=[rows],
                           out_specs=rows)(x_ref, o_ref)
     shape = jax.ShapeDtypeStruct((128, 128), jnp.float32)
-    self.assert_lowers_to_mosaic(kernel, shape, shape)
+    self.assert_lowers_to_mosaic(kernel, shape, shape,
+                                 ops=["tpu.enqueue_dma", "tpu.wait_dma"])
 
 
 class ApiTest(jtu.JaxTestCase):

@@ -115,9 +115,9 @@ class DmaTest(jtu.JaxTestCase):
                                DMA((2,))])
     np.testing.assert_array_equal(out, x.sum(0))
 
-  def test_large_copy_counts_one_copy(self):
+  def test_large_copy_counts_its_bytes(self):
     # Upstream's later rules count elements in int16: this copy (2**17
-    # elements) overflowed them. A DMA semaphore counts copies here.
+    # elements) overflowed them. A DMA semaphore counts bytes here, in uint32.
     x = arange(512, 256, dtype=np.int32)
     def kernel(x_ref, o_ref, n_ref, sem):
       copy = pltpu.make_async_copy(x_ref, o_ref, sem)
@@ -135,7 +135,7 @@ class DmaTest(jtu.JaxTestCase):
                        pl.BlockSpec(memory_space=pltpu.SMEM)],
             scratch_shapes=[DMA]))(x)
     np.testing.assert_array_equal(out, x)
-    np.testing.assert_array_equal(n, [1, 0])
+    np.testing.assert_array_equal(n, [2**17 * 4, 0])
 
   def test_copy_of_the_wrong_shape_is_an_error(self):
     def kernel(x_ref, o_ref, sem):
@@ -145,6 +145,16 @@ class DmaTest(jtu.JaxTestCase):
       call(kernel, jax.ShapeDtypeStruct((3, 4), np.float32), arange(4, 4),
            in_spaces=[ANY], scratch_shapes=[DMA])
 
+  def test_copy_of_a_dynamic_size_is_not_implemented(self):
+    def kernel(n_ref, x_ref, o_ref, sem):
+      rows = pl.ds(0, n_ref[0])
+      pltpu.async_copy(x_ref.at[rows], o_ref.at[rows], sem).wait()
+    with self.assertRaisesRegex(NotImplementedError, r"DMAs of a dynamic "
+                                r"size .* not supported in interpret mode"):
+      call(kernel, jax.ShapeDtypeStruct((4, 4), np.float32),
+           np.array([2], np.int32), arange(4, 4),
+           in_spaces=[pltpu.SMEM, ANY], out_space=ANY, scratch_shapes=[DMA])
+
   def test_wait_without_a_copy_is_an_error_not_a_hang(self):
     def kernel(x_ref, o_ref, sem):
       copy = pltpu.make_async_copy(x_ref, o_ref, sem)
@@ -152,19 +162,10 @@ class DmaTest(jtu.JaxTestCase):
       copy.wait()
       copy.wait()
     with self.assertRaisesRegex(RuntimeError, "dma_wait " + NEVER +
-                                ": the semaphore is 0 and the wait needs 1"):
+                                ": the semaphore is 0 and the wait needs 32"):
       jax.block_until_ready(
           call(kernel, jax.ShapeDtypeStruct((8,), np.float32), arange(8),
                in_spaces=[ANY], scratch_shapes=[DMA]))
-
-  def test_remote_copy_is_not_implemented(self):
-    def kernel(x_ref, o_ref, send, recv):
-      pltpu.async_remote_copy(x_ref, o_ref, send, recv, device_id=0).wait()
-    with self.assertRaisesRegex(NotImplementedError, "Remote copies "
-                                r"\(async_remote_copy, make_async_remote_copy"
-                                r"\) are not supported in interpret mode"):
-      call(kernel, jax.ShapeDtypeStruct((8,), np.float32), arange(8),
-           in_spaces=[ANY], scratch_shapes=[DMA, DMA])
 
 
 class _NumpyRef:
@@ -265,23 +266,6 @@ class SemaphoreTest(jtu.JaxTestCase):
     with self.assertRaisesRegex(ValueError, "Must signal a REGULAR or BARRIER"):
       call(kernel, jax.ShapeDtypeStruct((8,), np.float32),
            scratch_shapes=[DMA])
-
-  def test_barrier_and_remote_signals_are_not_implemented(self):
-    def barrier(o_ref):
-      pltpu.semaphore_signal(pltpu.get_barrier_semaphore())
-    with self.assertRaisesRegex(NotImplementedError, r"Barrier semaphores "
-                                r"\(get_barrier_semaphore\) are not supported"):
-      call(barrier, jax.ShapeDtypeStruct((8,), np.float32))
-    with self.assertRaisesRegex(NotImplementedError, r"Barrier semaphores "
-                                r"\(SemaphoreType.BARRIER\) are not supported"):
-      call(lambda o_ref, sem: None, jax.ShapeDtypeStruct((8,), np.float32),
-           scratch_shapes=[pltpu.SemaphoreType.BARRIER])
-    def remote(o_ref, sem):
-      pltpu.semaphore_signal(sem, 1, device_id=jnp.int32(1))
-    with self.assertRaisesRegex(NotImplementedError, "semaphore_signal with a "
-                                "device_id .* not supported in interpret mode"):
-      call(remote, jax.ShapeDtypeStruct((8,), np.float32),
-           scratch_shapes=[REGULAR])
 
 
 class RunScopedTest(jtu.JaxTestCase):

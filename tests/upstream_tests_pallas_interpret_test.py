@@ -15,10 +15,12 @@
 tests in interpret mode on CPU, without editing them."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from absl.testing import absltest
@@ -30,7 +32,10 @@ REPO = Path(__file__).resolve().parents[1]
 # Stands in for an upstream TPU test file: gated on a TPU generation, calling
 # pallas_call without interpret=True, comparing with numpy's default rtol.
 TPU_TEST = """
+import os
 from absl.testing import absltest
+import hypothesis as hp
+import hypothesis.strategies as hps
 import numpy as np
 import jax
 import jax.numpy as jnp
@@ -59,6 +64,47 @@ class TinyTpuTest(absltest.TestCase):
 
   def test_unrelated_error(self):
     raise NotImplementedError("something else")
+
+
+class GatesTest(absltest.TestCase):
+  # The gates upstream's kernel test files use, answered as a TPU v5e.
+
+  def test_gates(self):
+    if not jtu.test_device_matches(["tpu"]):
+      self.skipTest("Need TPU devices")
+    self.assertEqual(jtu.device_under_test(), "tpu")
+    self.assertTrue(jtu.test_device_matches(["tpu"]))
+    self.assertTrue(jtu.is_device_tpu(version=5, variant="e"))
+    self.assertTrue(jtu.is_device_tpu(version=5))
+    self.assertFalse(jtu.is_device_tpu(version=5, variant="p"))
+    self.assertFalse(jtu.is_device_tpu(version=4))
+    self.assertTrue(jtu.is_device_tpu_at_least(4))
+    self.assertFalse(jtu.is_device_tpu_at_least(6))
+
+
+hp.settings.register_profile("upstreams", max_examples=20, database=None,
+                             derandomize=True)
+hp.settings.load_profile("upstreams")
+
+
+class HypothesisTest(absltest.TestCase):
+
+  @hp.given(hps.integers())
+  def test_examples(self, n):
+    with open(os.environ["TINY_EXAMPLES_FILE"], "a") as f:
+      f.write(f"{n} ")
+"""
+
+# Stands in for upstream's pallas_call_tpu_test, whose test of the TPU
+# compiler's cost analysis --pallas-interpret names as not runnable.
+CALL_TEST = """
+from absl.testing import absltest
+
+
+class PallasCallTest(absltest.TestCase):
+
+  def test_cost_analysis(self):
+    raise AssertionError("the TPU compiler's cost analysis")
 """
 
 
@@ -71,6 +117,8 @@ class PallasInterpretOptionTest(absltest.TestCase):
     work = cls.tmp / "jax"
     (work / "tests" / "pallas").mkdir(parents=True)
     (work / "tests" / "pallas" / "tiny_tpu_test.py").write_text(TPU_TEST)
+    (work / "tests" / "pallas" / "pallas_call_tpu_test.py").write_text(
+        CALL_TEST)
     git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t"]
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "t"],
                  ["tag", "jax-v0.4.28"]):
@@ -89,32 +137,50 @@ class PallasInterpretOptionTest(absltest.TestCase):
     shutil.rmtree(cls.tmp, ignore_errors=True)
     super().tearDownClass()
 
-  def run_tests(self, *options: str) -> subprocess.CompletedProcess:
+  def run_tests(self, *options: str, tests=None) -> subprocess.CompletedProcess:
+    self.examples = self.tmp / f"examples-{len(options)}-{time.time()}"
     return subprocess.run(
         [sys.executable, str(REPO / "build" / "fork.py"), "upstream-tests",
          "--jax-repo", str(self.work), "--tag", "jax-v0.4.28", "--python",
          str(self.python), "--log-dir", str(self.tmp / "logs"), *options,
-         "pallas/tiny_tpu_test"], capture_output=True, text=True)
+         *(tests or ["pallas/tiny_tpu_test"])], capture_output=True,
+        text=True, env={**os.environ, "TINY_EXAMPLES_FILE": str(self.examples)})
 
   def test_without_the_option_the_tpu_tests_skip(self):
     r = self.run_tests()
-    self.assertIn("pallas/tiny_tpu_test: 0 passed, 0 failed, 3 skipped",
+    self.assertIn("pallas/tiny_tpu_test: 1 passed, 0 failed, 4 skipped",
                   r.stdout, r.stderr)
 
-  def test_interpret_mode_tolerance_and_unrunnable_tests_by_name(self):
+  def test_interpret_mode_tpu_gates_and_unrunnable_tests_by_name(self):
     r = self.run_tests("--pallas-interpret")
     self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
-    self.assertIn("pallas/tiny_tpu_test: 1 passed, 1 failed, 1 skipped",
+    self.assertIn("pallas/tiny_tpu_test: 3 passed, 1 failed, 1 skipped",
                   r.stdout, r.stderr)
     listed = [l.strip() for l in r.stdout.splitlines() if UT.NOT_RUNNABLE in l]
     self.assertEqual(listed, [
         "pallas/tiny_tpu_test.py::TinyTpuTest::test_collective: not runnable "
         "on CPU: Remote copies are not supported in interpret mode."])
+    self.assertEqual(len(self.examples.read_text().split()), 20)
 
   def test_the_tolerance_is_the_options_value(self):
     r = self.run_tests("--pallas-interpret", "--pallas-rtol", "1e-7")
-    self.assertIn("pallas/tiny_tpu_test: 0 passed, 2 failed, 1 skipped",
+    self.assertIn("pallas/tiny_tpu_test: 2 passed, 2 failed, 1 skipped",
                   r.stdout, r.stderr)
+
+  def test_hypothesis_examples_are_capped(self):
+    r = self.run_tests("--pallas-interpret", "--hypothesis-max-examples", "3")
+    self.assertIn("pallas/tiny_tpu_test: 3 passed, 1 failed, 1 skipped",
+                  r.stdout, r.stderr)
+    self.assertEqual(len(self.examples.read_text().split()), 3)
+
+  def test_tests_of_the_tpu_compiler_are_named(self):
+    r = self.run_tests("--pallas-interpret",
+                       tests=["pallas/pallas_call_tpu_test"])
+    self.assertIn("pallas/pallas_call_tpu_test: 0 passed, 0 failed, 1 skipped",
+                  r.stdout, r.stderr)
+    self.assertIn("pallas/pallas_call_tpu_test.py::PallasCallTest::"
+                  "test_cost_analysis: not runnable on CPU: checks the TPU "
+                  "compiler's cost analysis", r.stdout)
 
 
 if __name__ == "__main__":

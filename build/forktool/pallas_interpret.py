@@ -13,17 +13,23 @@
 # limitations under the License.
 """pytest plugin: upstream's Pallas TPU tests in interpret mode on CPU.
 
-`build/fork.py upstream-tests --pallas-interpret [--pallas-rtol RTOL]` loads
-it (`-p forktool.pallas_interpret`, RTOL in $JAX_FORK_PALLAS_INTERPRET_RTOL),
+`build/fork.py upstream-tests --pallas-interpret [--pallas-rtol RTOL]
+[--hypothesis-max-examples N]` loads it (`-p forktool.pallas_interpret`; RTOL
+in $JAX_FORK_PALLAS_INTERPRET_RTOL, N in $JAX_FORK_HYPOTHESIS_MAX_EXAMPLES),
 without editing the test files. For the whole session:
 - every `jax.experimental.pallas.pallas_call` runs with `interpret=True`;
-- `jax._src.test_util.is_device_tpu_at_least` answers True, so tests gated
-  on a TPU generation run;
+- the TPU gates answer as a TPU v5e (`EMULATED_TPU`) would:
+  `jtu.device_under_test()` is "tpu" (so `jtu.test_device_matches(["tpu"])`
+  is true), `jtu.is_device_tpu(version, variant)` and
+  `jtu.is_device_tpu_at_least(version)` compare with v5e;
 - `numpy.testing.assert_allclose` uses at least RTOL as its rtol: interpret
   mode sums in XLA CPU's order, not the TPU's;
-- a test that fails with a NotImplementedError saying that a feature is "not
-  supported in interpret mode" (remote copies, barrier semaphores) is
-  reported as skipped, "not runnable on CPU: ...".
+- with N, hypothesis runs at most N examples per test;
+- a test of what interpret mode does not model (`TPU_ONLY`: the TPU
+  compiler's behaviour), or that fails on a limit of the CPU (`CPU_LIMITS`:
+  a NotImplementedError saying that a feature is "not supported in interpret
+  mode", XLA:CPU's missing bfloat16 dots), is reported as skipped, "not
+  runnable on CPU: ...", with the reason.
 """
 from __future__ import annotations
 
@@ -34,9 +40,29 @@ import pytest
 
 from forktool.upstream_tests import NOT_RUNNABLE
 
+EMULATED_TPU = ("TPU v5 lite", 5)  # device kind, generation
+
+# Upstream's tests of what interpret mode does not model (the TPU compiler's
+# own behaviour, semaphore Refs' dtypes), by pytest id prefix.
+_CALL = "pallas/pallas_call_tpu_test.py::"
+TPU_ONLY = {
+    _CALL + "PallasCallTest::test_cost_analysis":
+        "checks the TPU compiler's cost analysis",
+    _CALL + "PallasCallTest::test_vmem_limit":
+        "checks the TPU compiler's VMEM limit",
+    _CALL + "PallasCallTest::test_allow_input_fusion":
+        "checks the TPU compiler's input fusion",
+    _CALL + "PallasCallInputOutputAliasingTest::":
+        "checks the TPU compiler's buffer aliasing (memory_analysis)",
+    _CALL + "PallasCallDMATest::test_can_allocate_":
+        "checks semaphore Refs' dtypes; interpret mode holds semaphores as "
+        "integer counters",
+}
+
 
 def pytest_configure(config):
   del config
+  import jax
   import numpy as np
   from jax._src import test_util as jtu
   from jax.experimental import pallas as pl
@@ -54,17 +80,53 @@ def pytest_configure(config):
     return assert_allclose(actual, desired, max(rtol, min_rtol), *args,
                            **kwargs)
 
+  def is_device_tpu(version=None, variant=""):
+    kind = EMULATED_TPU[0]
+    expected = f"v{version}{variant}"
+    return version is None or (
+        "v5 lite" in kind if expected == "v5e" else expected in kind)
+
   pl.pallas_call = interpreted_pallas_call
-  jtu.is_device_tpu_at_least = lambda version: True
+  jax.config.update("jax_test_dut", "tpu")
+  jtu.get_tpu_version = lambda: EMULATED_TPU[1]
+  jtu.is_device_tpu = is_device_tpu
   np.testing.assert_allclose = looser_assert_allclose
+
+
+def pytest_collection_modifyitems(config, items):
+  del config
+  for item in items:
+    test_id = item.nodeid.split("tests/", 1)[-1]
+    for pattern, reason in TPU_ONLY.items():
+      if test_id.startswith(pattern):
+        item.add_marker(pytest.mark.skip(reason=f"{NOT_RUNNABLE}: {reason}"))
+  if cap := os.environ.get("JAX_FORK_HYPOTHESIS_MAX_EXAMPLES"):
+    for item in items:
+      # `hypothesis.given` keeps the settings in force when it decorated the
+      # test (the file's profile) on the test function.
+      test = getattr(getattr(item, "obj", None), "__func__",
+                     getattr(item, "obj", None))
+      settings = getattr(test, "_hypothesis_internal_use_settings", None)
+      if settings is not None and settings.max_examples > int(cap):
+        test._hypothesis_internal_use_settings = type(settings)(
+            settings, max_examples=int(cap))
+
+
+# Errors of CPU's own limits, by exception type and message.
+CPU_LIMITS = (
+    (NotImplementedError, "not supported in interpret mode", None),
+    (Exception, "unsupported operand type BF16 in op dot",
+     "XLA:CPU of jaxlib 0.4.26 has no bfloat16 dot of this shape"),
+)
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
   report = (yield).get_result()
   exc = call.excinfo
-  if (exc is not None and exc.errisinstance(NotImplementedError)
-      and "not supported in interpret mode" in str(exc.value)):
-    report.outcome = "skipped"
-    report.longrepr = (str(item.path), item.location[1] or 0,
-                       f"{NOT_RUNNABLE}: {exc.value}")
+  for kind, text, reason in CPU_LIMITS:
+    if exc is not None and exc.errisinstance(kind) and text in str(exc.value):
+      report.outcome = "skipped"
+      report.longrepr = (str(item.path), item.location[1] or 0,
+                         f"{NOT_RUNNABLE}: {reason or exc.value}")
+      break

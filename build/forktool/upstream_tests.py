@@ -100,15 +100,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                  help="where the pytest logs go")
   p.add_argument("--pallas-interpret", action="store_true",
                  help="run Pallas TPU tests in interpret mode on CPU: "
-                      "force pallas_call(interpret=True), answer True to "
-                      "jtu.is_device_tpu_at_least, use rtol >= --pallas-rtol "
+                      "force pallas_call(interpret=True), answer the TPU "
+                      "gates as a TPU v5e, use rtol >= --pallas-rtol "
                       "in numpy.testing.assert_allclose, and report tests of "
-                      "features that interpret mode lacks as skipped, 'not "
+                      "what interpret mode cannot model as skipped, 'not "
                       "runnable on CPU', by name "
                       "(forktool/pallas_interpret.py)")
   p.add_argument("--pallas-rtol", type=float, default=1e-5,
                  help="the least rtol with --pallas-interpret (default 1e-5: "
                       "interpret mode sums in XLA CPU's order)")
+  p.add_argument("--hypothesis-max-examples", type=int, default=None,
+                 metavar="N",
+                 help="with --pallas-interpret: at most N hypothesis examples "
+                      "per test (the kernel test files' own profiles ask for "
+                      "10 to 50)")
   p.add_argument("tests", nargs="*",
                  help="test file names, e.g. lax_test shard_map_test "
                       "pallas/pallas_test")
@@ -240,6 +245,9 @@ def main(args) -> int:
   if args.pallas_interpret:
     env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
     env["JAX_FORK_PALLAS_INTERPRET_RTOL"] = str(args.pallas_rtol)
+    if args.hypothesis_max_examples is not None:
+      env["JAX_FORK_HYPOTHESIS_MAX_EXAMPLES"] = str(
+          args.hypothesis_max_examples)
   log_dir = Path(args.log_dir)
   log_dir.mkdir(parents=True, exist_ok=True)
   worst = 0
