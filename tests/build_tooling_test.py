@@ -872,6 +872,23 @@ class UpstreamCompareTest(ToolingTestCase):
       self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
       self.assertIn("ok_test.py ran no test", r.stdout)
 
+  def test_no_skips_fails_a_file_that_skipped_a_test(self):
+    work = self.tmp / "work"
+    (work / "tests").mkdir(parents=True)
+    (work / "tests" / "some_test.py").write_text(
+        "import pytest\n"
+        "def test_ok():\n  pass\n"
+        "@pytest.mark.skip(reason='Need TPU devices')\n"
+        "def test_on_tpu():\n  pass\n")
+    commit_and_tag(work, "jax-v0.4.26")
+    py = python_with_this_jax(self.tmp / "py")
+    for args, rc in (([], 0), (["--no-skips"], 1)):
+      r = run_cli("upstream-tests", "--jax-repo", str(work), "--python", py,
+                  *args, "--log-dir", str(self.tmp / "logs"), "some_test")
+      self.assertEqual(r.returncode, rc, r.stdout + r.stderr)
+      self.assertEqual("some_test.py skipped 1 test(s) under --no-skips" in
+                       r.stdout, bool(args), r.stdout)
+
   def test_jax_repo_is_a_bundle_or_the_environment_names_it(self):
     work = self.tmp / "work"
     (work / "tests").mkdir(parents=True)

@@ -114,6 +114,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                  help="with --pallas-interpret: at most N hypothesis examples "
                       "per test (the kernel test files' own profiles ask for "
                       "10 to 50)")
+  p.add_argument("--no-skips", action="store_true",
+                 help="a skipped test fails the run (for files every test "
+                      "of which must run)")
   p.add_argument("tests", nargs="*",
                  help="test file names, e.g. lax_test shard_map_test "
                       "pallas/pallas_test")
@@ -289,6 +292,9 @@ def main(args) -> int:
         new = [f"{name}.py (pytest exit status {rc}, no test ids; see {log})"]
       if c["passed"] == 0:
         new.append(f"{name}.py ran no test (see {log})")
+      if args.no_skips and c["skipped"]:
+        new.append(f"{name}.py skipped {c['skipped']} test(s) under "
+                   f"--no-skips (see {log})")
       line = f"{name}: {'fork ' if other else ''}{_fmt(c)}"
       if uc is not None:
         line += f" | upstream {_fmt(uc)}"
