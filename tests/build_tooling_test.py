@@ -530,17 +530,14 @@ class UpstreamTestRunnerTest(ToolingTestCase):
                      {"passed": 7, "failed": 0, "skipped": 0, "error": 1})
 
   def test_runs_files_from_a_tag_of_a_bare_repo(self):
-    work = self.tmp / "work"
-    (work / "tests").mkdir(parents=True)
-    (work / "tests" / "tiny_test.py").write_text(
+    work = make_tests_repo(self.tmp / "work", tiny_test=(
         "import os, jax\n"
         "def test_devices():\n"
         "  assert jax.device_count() == 8\n"
         "def test_cases():\n"
         "  assert os.environ['JAX_NUM_GENERATED_CASES'] == '3'\n"
         "def test_fails():\n"
-        "  assert False\n")
-    commit_and_tag(work, "jax-v0.4.26")
+        "  assert False\n"))
     bare = self.tmp / "bare.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)],
                    check=True, env=T.git_env())
@@ -552,10 +549,8 @@ class UpstreamTestRunnerTest(ToolingTestCase):
     self.assertNotEqual(r.returncode, 0)
 
   def test_extracts_tests_from_a_clone_and_a_linked_worktree(self):
-    work = self.tmp / "work"
-    (work / "tests").mkdir(parents=True)
-    (work / "tests" / "tiny_test.py").write_text("def test_ok():\n  pass\n")
-    commit_and_tag(work, "jax-v0.4.26")
+    work = make_tests_repo(self.tmp / "work",
+                      tiny_test="def test_ok():\n  pass\n")
     linked = self.tmp / "linked"
     T.git(work, "worktree", "add", "-q", "--detach", str(linked),
           "jax-v0.4.26")
@@ -577,6 +572,15 @@ def commit_and_tag(work: Path, tag: str) -> None:
   for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "t"],
                ["tag", tag]):
     subprocess.run(["git", "-C", str(work), *args], check=True, env=env)
+
+
+def make_tests_repo(work: Path, tag: str = "jax-v0.4.26", **files: str) -> Path:
+  """A repository whose commit `tag` holds tests/NAME.py for each file."""
+  (work / "tests").mkdir(parents=True)
+  for name, text in files.items():
+    (work / "tests" / f"{name}.py").write_text(text)
+  commit_and_tag(work, tag)
+  return work
 
 
 def make_upstream_repo(root: Path, tag: str = "jax-v0.4.26",
@@ -772,6 +776,13 @@ class FullTreeTest(ToolingTestCase):
 
 class UpstreamCompareTest(ToolingTestCase):
 
+  def fork_and_upstream(self) -> dict[str, str]:
+    # The jax this test runs with stands in for both installs, told apart by
+    # $FAKE_KIND.
+    return {kind: python_with_this_jax(self.tmp / f"python-{kind}",
+                                       FAKE_KIND=kind)
+            for kind in ("fork", "upstream")}
+
   def test_sets_expand_in_order_without_duplicates(self):
     self.assertEqual(UT.selected_tests(["lax_test", "extra_test.py"],
                                        ["ci", "core"]),
@@ -782,13 +793,8 @@ class UpstreamCompareTest(ToolingTestCase):
     self.assertLen(UT.SETS["wide"], 34)
 
   def test_compare_reports_only_failures_new_on_the_fork(self):
-    # The jax this test runs with stands in for both installs.
-    pythons = {kind: python_with_this_jax(self.tmp / f"python-{kind}",
-                                          FAKE_KIND=kind)
-               for kind in ("fork", "upstream")}
-    work = self.tmp / "work"
-    (work / "tests").mkdir(parents=True)
-    (work / "tests" / "tiny_test.py").write_text(
+    pythons = self.fork_and_upstream()
+    work = make_tests_repo(self.tmp / "work", "jax-v0.4.28", tiny_test=(
         "import os\n"
         "def test_new_on_fork():\n"
         "  assert os.environ['FAKE_KIND'] == 'upstream'\n"
@@ -799,8 +805,7 @@ class UpstreamCompareTest(ToolingTestCase):
         "def test_passes():\n"
         "  pass\n"
         "def test_other():\n"
-        "  assert os.environ['FAKE_KIND'] == 'upstream'\n")
-    commit_and_tag(work, "jax-v0.4.28")
+        "  assert os.environ['FAKE_KIND'] == 'upstream'\n"))
     r = run_cli("upstream-tests", "--jax-repo", str(work), "--tag",
                 "jax-v0.4.28", "--python", pythons["fork"], "--compare",
                 pythons["upstream"], "-k", "not other", "--log-dir",
@@ -814,12 +819,8 @@ class UpstreamCompareTest(ToolingTestCase):
     self.assertIn("| `tiny_test` | 2 / 2 / 0 | 2 / 2 / 0 | 1 |", r.stdout)
 
   def test_recheck_reruns_only_the_forks_failures_on_upstream(self):
-    pythons = {kind: python_with_this_jax(self.tmp / f"python-{kind}",
-                                          FAKE_KIND=kind)
-               for kind in ("fork", "upstream")}
-    work = self.tmp / "work"
-    (work / "tests").mkdir(parents=True)
-    (work / "tests" / "tiny_test.py").write_text(
+    pythons = self.fork_and_upstream()
+    work = make_tests_repo(self.tmp / "work", tiny_test=(
         "import os, pathlib\n"
         "def setup_function(f):\n"   # which tests ran where
         "  with open(os.environ['RAN_LOG'], 'a') as log:\n"
@@ -831,8 +832,7 @@ class UpstreamCompareTest(ToolingTestCase):
         "def test_fails_only_upstream():\n"
         "  assert os.environ['FAKE_KIND'] == 'fork'\n"
         "def test_passes():\n"
-        "  pass\n")
-    commit_and_tag(work, "jax-v0.4.26")
+        "  pass\n"))
     ran = self.tmp / "ran.log"
     r = run_cli("upstream-tests", "--jax-repo", str(work), "--python",
                 pythons["fork"], "--recheck", pythons["upstream"],
@@ -849,15 +849,11 @@ class UpstreamCompareTest(ToolingTestCase):
                       "upstream test_new_on_fork"])
 
   def test_a_file_that_ran_no_test_fails_the_run(self):
-    work = self.tmp / "work"
-    (work / "tests").mkdir(parents=True)
-    (work / "tests" / "gated_test.py").write_text(
+    work = make_tests_repo(self.tmp / "work", gated_test=(
         "import pytest\n"
         "@pytest.mark.skip(reason='Need TPU devices')\n"
         "def test_on_tpu():\n"
-        "  pass\n")
-    (work / "tests" / "ok_test.py").write_text("def test_ok():\n  pass\n")
-    commit_and_tag(work, "jax-v0.4.26")
+        "  pass\n"), ok_test="def test_ok():\n  pass\n")
     py = python_with_this_jax(self.tmp / "py")
     for args in ([], ["--recheck", py]):
       r = run_cli("upstream-tests", "--jax-repo", str(work), "--python", py,
@@ -873,14 +869,11 @@ class UpstreamCompareTest(ToolingTestCase):
       self.assertIn("ok_test.py ran no test", r.stdout)
 
   def test_no_skips_fails_a_file_that_skipped_a_test(self):
-    work = self.tmp / "work"
-    (work / "tests").mkdir(parents=True)
-    (work / "tests" / "some_test.py").write_text(
+    work = make_tests_repo(self.tmp / "work", some_test=(
         "import pytest\n"
         "def test_ok():\n  pass\n"
         "@pytest.mark.skip(reason='Need TPU devices')\n"
-        "def test_on_tpu():\n  pass\n")
-    commit_and_tag(work, "jax-v0.4.26")
+        "def test_on_tpu():\n  pass\n"))
     py = python_with_this_jax(self.tmp / "py")
     for args, rc in (([], 0), (["--no-skips"], 1)):
       r = run_cli("upstream-tests", "--jax-repo", str(work), "--python", py,
@@ -890,10 +883,8 @@ class UpstreamCompareTest(ToolingTestCase):
                        r.stdout, bool(args), r.stdout)
 
   def test_jax_repo_is_a_bundle_or_the_environment_names_it(self):
-    work = self.tmp / "work"
-    (work / "tests").mkdir(parents=True)
-    (work / "tests" / "tiny_test.py").write_text("def test_ok():\n  pass\n")
-    commit_and_tag(work, "jax-v0.4.26")
+    work = make_tests_repo(self.tmp / "work",
+                      tiny_test="def test_ok():\n  pass\n")
     bundle = self.tmp / "jax.bundle"
     T.git(work, "bundle", "create", "-q", str(bundle), "--all")
     self.assertTrue(T.is_bundle(bundle))
