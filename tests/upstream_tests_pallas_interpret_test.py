@@ -34,6 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 TPU_TEST = """
 import os
 from absl.testing import absltest
+from absl.testing import parameterized
 import hypothesis as hp
 import hypothesis.strategies as hps
 import numpy as np
@@ -93,6 +94,34 @@ class HypothesisTest(absltest.TestCase):
   def test_examples(self, n):
     with open(os.environ["TINY_EXAMPLES_FILE"], "a") as f:
       f.write(f"{n} ")
+
+
+class ParameterizedHypothesisTest(parameterized.TestCase):
+  # As upstream's kernel files: `parameterized` over `hypothesis.given`.
+
+  @parameterized.parameters(1, 2)
+  @hp.given(hps.integers())
+  def test_examples(self, k, n):
+    with open(os.environ["TINY_EXAMPLES_FILE"], "a") as f:
+      f.write(f"{k}:{n} ")
+"""
+
+# A hypothesis test that fails on every example: shrinking it takes many.
+FAILING_HYPOTHESIS_TEST = """
+import os
+from absl.testing import absltest
+import hypothesis as hp
+import hypothesis.strategies as hps
+
+
+class FailingTest(absltest.TestCase):
+
+  @hp.settings(max_examples=20, database=None, derandomize=True)
+  @hp.given(hps.lists(hps.integers(), min_size=5))
+  def test_fails(self, xs):
+    with open(os.environ["TINY_EXAMPLES_FILE"], "a") as f:
+      f.write(f"{len(xs)} ")
+    raise AssertionError("fails")
 """
 
 # Stands in for upstream's pallas_call_tpu_test, whose test of the TPU
@@ -119,6 +148,8 @@ class PallasInterpretOptionTest(absltest.TestCase):
     (work / "tests" / "pallas" / "tiny_tpu_test.py").write_text(TPU_TEST)
     (work / "tests" / "pallas" / "pallas_call_tpu_test.py").write_text(
         CALL_TEST)
+    (work / "tests" / "pallas" / "failing_hypothesis_test.py").write_text(
+        FAILING_HYPOTHESIS_TEST)
     git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t"]
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "t"],
                  ["tag", "jax-v0.4.28"]):
@@ -148,30 +179,39 @@ class PallasInterpretOptionTest(absltest.TestCase):
 
   def test_without_the_option_the_tpu_tests_skip(self):
     r = self.run_tests()
-    self.assertIn("pallas/tiny_tpu_test: 1 passed, 0 failed, 4 skipped",
+    self.assertIn("pallas/tiny_tpu_test: 3 passed, 0 failed, 4 skipped",
                   r.stdout, r.stderr)
 
   def test_interpret_mode_tpu_gates_and_unrunnable_tests_by_name(self):
     r = self.run_tests("--pallas-interpret")
     self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
-    self.assertIn("pallas/tiny_tpu_test: 3 passed, 1 failed, 1 skipped",
+    self.assertIn("pallas/tiny_tpu_test: 5 passed, 1 failed, 1 skipped",
                   r.stdout, r.stderr)
     listed = [l.strip() for l in r.stdout.splitlines() if UT.NOT_RUNNABLE in l]
     self.assertEqual(listed, [
         "pallas/tiny_tpu_test.py::TinyTpuTest::test_collective: not runnable "
         "on CPU: Remote copies are not supported in interpret mode."])
-    self.assertEqual(len(self.examples.read_text().split()), 20)
+    self.assertEqual(len(self.examples.read_text().split()), 60)
 
   def test_the_tolerance_is_the_options_value(self):
     r = self.run_tests("--pallas-interpret", "--pallas-rtol", "1e-7")
-    self.assertIn("pallas/tiny_tpu_test: 2 passed, 2 failed, 1 skipped",
+    self.assertIn("pallas/tiny_tpu_test: 4 passed, 2 failed, 1 skipped",
                   r.stdout, r.stderr)
 
   def test_hypothesis_examples_are_capped(self):
     r = self.run_tests("--pallas-interpret", "--hypothesis-max-examples", "3")
-    self.assertIn("pallas/tiny_tpu_test: 3 passed, 1 failed, 1 skipped",
+    self.assertIn("pallas/tiny_tpu_test: 5 passed, 1 failed, 1 skipped",
                   r.stdout, r.stderr)
-    self.assertEqual(len(self.examples.read_text().split()), 3)
+    examples = self.examples.read_text().split()
+    self.assertEqual(len(examples), 3 + 2 * 3, examples)  # parameterized too
+
+  def test_a_capped_failing_example_is_not_shrunk(self):
+    r = self.run_tests("--pallas-interpret", "--hypothesis-max-examples", "3",
+                       tests=["pallas/failing_hypothesis_test"])
+    self.assertIn("pallas/failing_hypothesis_test: 0 passed, 1 failed",
+                  r.stdout, r.stderr)
+    # The first example fails and is run again to report it; no more.
+    self.assertEqual(len(self.examples.read_text().split()), 2)
 
   def test_tests_of_the_tpu_compiler_are_named(self):
     r = self.run_tests("--pallas-interpret",

@@ -24,7 +24,8 @@ without editing the test files. For the whole session:
   `jtu.is_device_tpu_at_least(version)` compare with v5e;
 - `numpy.testing.assert_allclose` uses at least RTOL as its rtol: interpret
   mode sums in XLA CPU's order, not the TPU's;
-- with N, hypothesis runs at most N examples per test;
+- with N, hypothesis runs at most N examples per test and does not shrink a
+  failing one (each example compiles kernels);
 - a test of what interpret mode does not model (`TPU_ONLY`: the TPU
   compiler's behaviour), or that fails on a limit of the CPU (`CPU_LIMITS`:
   a NotImplementedError saying that a feature is "not supported in interpret
@@ -103,13 +104,17 @@ def pytest_collection_modifyitems(config, items):
   if cap := os.environ.get("JAX_FORK_HYPOTHESIS_MAX_EXAMPLES"):
     for item in items:
       # `hypothesis.given` keeps the settings in force when it decorated the
-      # test (the file's profile) on the test function.
+      # test (the file's profile) on its wrapper, which reads them from
+      # itself; other decorators (`parameterized`) wrap it and copy them.
       test = getattr(getattr(item, "obj", None), "__func__",
                      getattr(item, "obj", None))
-      settings = getattr(test, "_hypothesis_internal_use_settings", None)
-      if settings is not None and settings.max_examples > int(cap):
-        test._hypothesis_internal_use_settings = type(settings)(
-            settings, max_examples=int(cap))
+      while test is not None:
+        settings = getattr(test, "_hypothesis_internal_use_settings", None)
+        if settings is not None and settings.max_examples > int(cap):
+          test._hypothesis_internal_use_settings = type(settings)(
+              settings, max_examples=int(cap), phases=tuple(
+                  p for p in settings.phases if p.name != "shrink"))
+        test = getattr(test, "__wrapped__", None)
 
 
 # Errors of CPU's own limits, by exception type and message.
