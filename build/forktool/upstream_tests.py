@@ -112,8 +112,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
   p.add_argument("--hypothesis-max-examples", type=int, default=None,
                  metavar="N",
                  help="with --pallas-interpret: at most N hypothesis examples "
-                      "per test (the kernel test files' own profiles ask for "
-                      "10 to 50)")
+                      "per test, a failing one not shrunk (the kernel test "
+                      "files' own profiles ask for 10 to 50)")
   p.add_argument("--no-skips", action="store_true",
                  help="a skipped test fails the run (for files every test "
                       "of which must run)")
