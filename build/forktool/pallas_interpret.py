@@ -110,10 +110,10 @@ def pytest_collection_modifyitems(config, items):
                      getattr(item, "obj", None))
       while test is not None:
         settings = getattr(test, "_hypothesis_internal_use_settings", None)
-        if settings is not None and settings.max_examples > int(cap):
+        if settings is not None:
           test._hypothesis_internal_use_settings = type(settings)(
-              settings, max_examples=int(cap), phases=tuple(
-                  p for p in settings.phases if p.name != "shrink"))
+              settings, max_examples=min(settings.max_examples, int(cap)),
+              phases=tuple(p for p in settings.phases if p.name != "shrink"))
         test = getattr(test, "__wrapped__", None)
 
 
