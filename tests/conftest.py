@@ -52,6 +52,32 @@ if pytest is not None:
       report.outcome = "failed"
       report.longrepr = f"skipped under CI=true (a missing tool?): {reason}"
 
+  def _checked_interpret() -> bool:
+    return os.environ.get("JAX_FORK_TEST_INTERPRET") == "races"
+
+  def pytest_configure(config):
+    """JAX_FORK_TEST_INTERPRET=races runs every `interpret=True` Pallas kernel
+    of the tests under `pltpu.InterpretParams(detect_races=True)`, its
+    warnings errors; the tests marked `interpret_true_only(reason)` (of what
+    interpret=True alone does, or of kernels with the bugs it does not
+    check) are deselected."""
+    config.addinivalue_line(
+        "markers", "interpret_true_only(reason): a Pallas test that "
+        "JAX_FORK_TEST_INTERPRET=races leaves out")
+    if not _checked_interpret():
+      return
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+    pallas_call = pl.pallas_call
+    @functools.wraps(pallas_call)
+    def checked_pallas_call(*args, interpret=False, **kwargs):
+      if interpret is True:
+        interpret = pltpu.InterpretParams(detect_races=True)
+      return pallas_call(*args, interpret=interpret, **kwargs)
+    pl.pallas_call = checked_pallas_call
+    config.addinivalue_line(
+        "filterwarnings", "error::jax.experimental.pallas.tpu.InterpretWarning")
+
   def pytest_collection_modifyitems(config, items):
     """Leaves out the tests of a superseded patch's own contract.
 
@@ -67,7 +93,9 @@ if pytest is not None:
     for item in items:
       number = getattr(getattr(item, "cls", None), "superseded_patch", None)
       superseded = number and _superseded_on(number, jax.version._version)
-      (drop if superseded else keep).append(item)
+      left_out = _checked_interpret() and item.get_closest_marker(
+          "interpret_true_only")
+      (drop if superseded or left_out else keep).append(item)
     if drop:
       config.hook.pytest_deselected(items=drop)
       items[:] = keep

@@ -20,6 +20,7 @@ from __future__ import annotations
 from unittest import mock
 
 from absl.testing import absltest
+import pytest
 import numpy as np
 
 import jax
@@ -127,6 +128,8 @@ class UpstreamKernelTest(jtu.JaxTestCase):
                         jax.grad(lambda q: reference(q).sum())(q),
                         atol=1e-4, rtol=1e-4)
 
+  # Reads lengths_ref out of bounds: pallas_interpret_checks_test.
+  @pytest.mark.interpret_true_only("jax 0.4.26's kernel reads out of bounds")
   def test_paged_attention_with_head_dim_128(self):
     from jax.experimental.pallas.ops.tpu.paged_attention import (
         paged_attention)

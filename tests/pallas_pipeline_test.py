@@ -21,6 +21,7 @@ from __future__ import annotations
 from unittest import mock
 
 from absl.testing import absltest
+import pytest
 from absl.testing import parameterized
 import numpy as np
 
@@ -52,6 +53,17 @@ def outer_call(kernel, out_shape, *args, space=ANY, scratch_shapes=(),
           num_scalar_prefetch=0, grid=grid, in_specs=[spec] * len(args),
           out_specs=[spec] * n_out if n_out > 1 else spec,
           scratch_shapes=scratch_shapes))(*args)
+
+
+# interpret=True's own message for a wait that can never be satisfied (with
+# InterpretParams: "no device can proceed", pallas_interpret_checks_test).
+LEGACY_MESSAGE = "interpret=True's message"
+
+# The emitter copies the next block of an accumulator into the slot whose
+# last block is still being copied out (upstream 0.4.28's schedule does the
+# same): a race a TPU can lose, which `detect_races` reports
+# (pallas_interpret_checks_test).
+ACCUMULATOR_RACE = "copies into a slot still being copied out"
 
 
 class PipelineTest(jtu.JaxTestCase):
@@ -175,7 +187,7 @@ class CyclesAndSchedulesTest(jtu.JaxTestCase):
   spec = pl.BlockSpec(lambda i: (i, 0), (8, 128))
 
   def run_cycles(self, x, *, prefetch=True, accumulate=False, schedule=None,
-                 out_init=None, init_accumulators=True):
+                 out_init=None, init_accumulators=True, interpret=True):
     """out[c] = x[c] + 1; with `accumulate`, out = sum over c of x[c] + 1
     (plus `out_init`, the output's old content, unless `init_accumulators`
     zeroes the accumulator in the first cycle)."""
@@ -206,13 +218,14 @@ class CyclesAndSchedulesTest(jtu.JaxTestCase):
     allocs = make_allocations(jax.ShapeDtypeStruct(x.shape, jnp.float32),
                               out_shape)
     return outer_call(kernel, out_shape, *args, grid=(self.CHUNKS,),
-                      scratch_shapes=list(allocs),
+                      scratch_shapes=list(allocs), interpret=interpret,
                       input_output_aliases={} if out_init is None else {1: 0})
 
   def test_cycles_carry_prefetches(self):
     x = ints(9, self.CHUNKS * self.ROWS, 128)
     np.testing.assert_array_equal(self.run_cycles(x), x + 1)
 
+  @pytest.mark.interpret_true_only(LEGACY_MESSAGE)
   def test_cycle_without_its_prefetch_is_an_error_not_a_hang(self):
     # Cycle 1 waits at its first step for the copy that only a prefetch in
     # cycle 0 would have started.
@@ -222,6 +235,7 @@ class CyclesAndSchedulesTest(jtu.JaxTestCase):
       jax.block_until_ready(self.run_cycles(x, prefetch=False))
 
   @parameterized.parameters(True, False)
+  @pytest.mark.interpret_true_only(ACCUMULATOR_RACE)
   def test_accumulator_across_cycles_with_the_fixed_schedule(self, init):
     # The output Ref is the same in every cycle: the 'fixed' schedule.
     x = ints(10, self.CHUNKS * self.ROWS, 128)
@@ -232,6 +246,17 @@ class CyclesAndSchedulesTest(jtu.JaxTestCase):
     want = (x + 1).reshape(self.CHUNKS, self.ROWS, 128).sum(0)
     np.testing.assert_array_equal(out, want if init else want + old)
 
+  def test_the_accumulator_race_is_reported(self):
+    x = ints(10, self.CHUNKS * self.ROWS, 128)
+    with self.assertWarnsRegex(
+        pltpu.RaceWarning, r"race: a DMA into refs\[4\]\[<flat index 0>\]"
+        r"\[1, 0:8, 0:128\] started at .* while a DMA started at .* reads "
+        "it"):
+      self.run_cycles(x, accumulate=True, out_init=ints(13, self.ROWS, 128),
+                      schedule=pltpu.get_pipeline_schedule("fixed"),
+                      interpret=pltpu.InterpretParams(detect_races=True))
+
+  @pytest.mark.interpret_true_only(ACCUMULATOR_RACE)
   def test_manual_schedule_that_skips_reading_the_accumulator(self):
     # Upstream's collective tests' tweak: an accumulator zeroed in the first
     # cycle need not be copied in then.
@@ -245,6 +270,7 @@ class CyclesAndSchedulesTest(jtu.JaxTestCase):
     want = (x + 1).reshape(self.CHUNKS, self.ROWS, 128).sum(0)
     np.testing.assert_array_equal(out, want)
 
+  @pytest.mark.interpret_true_only(LEGACY_MESSAGE)
   def test_schedule_that_waits_for_no_copy_is_an_error(self):
     schedule = dict(pltpu.get_pipeline_schedule("default"),
                     wait_in=lambda s, bref, ref: True)

@@ -17,7 +17,9 @@
 [--hypothesis-max-examples N]` loads it (`-p forktool.pallas_interpret`; RTOL
 in $JAX_FORK_PALLAS_INTERPRET_RTOL, N in $JAX_FORK_HYPOTHESIS_MAX_EXAMPLES),
 without editing the test files. For the whole session:
-- every `jax.experimental.pallas.pallas_call` runs with `interpret=True`;
+- every `jax.experimental.pallas.pallas_call` runs with `interpret=True`, or
+  with $JAX_FORK_PALLAS_INTERPRET_PARAMS (`--interpret-params`)
+  `interpret=pltpu.InterpretParams()`, whose warnings are then errors;
 - the TPU gates answer as a TPU v5e (`EMULATED_TPU`) would:
   `jtu.device_under_test()` is "tpu" (so `jtu.test_device_matches(["tpu"])`
   is true), `jtu.is_device_tpu(version, variant)` and
@@ -62,7 +64,6 @@ TPU_ONLY = {
 
 
 def pytest_configure(config):
-  del config
   import jax
   import numpy as np
   from jax._src import test_util as jtu
@@ -72,9 +73,16 @@ def pytest_configure(config):
   pallas_call = pl.pallas_call
   assert_allclose = np.testing.assert_allclose
 
+  interpret = True
+  if os.environ.get("JAX_FORK_PALLAS_INTERPRET_PARAMS"):
+    from jax.experimental.pallas import tpu as pltpu
+    interpret = pltpu.InterpretParams()
+    config.addinivalue_line(
+        "filterwarnings", "error::jax.experimental.pallas.tpu.InterpretWarning")
+
   @functools.wraps(pallas_call)
   def interpreted_pallas_call(*args, **kwargs):
-    return pallas_call(*args, **{**kwargs, "interpret": True})
+    return pallas_call(*args, **{**kwargs, "interpret": interpret})
 
   @functools.wraps(assert_allclose)
   def looser_assert_allclose(actual, desired, rtol=1e-7, *args, **kwargs):
