@@ -385,7 +385,7 @@ class ReduceWindowJvpTest(jtu.JaxTestCase):
     # arguments as reduce_window does.
     x = jnp.ones((4, 4), jnp.float32)
     jaxpr = jax.make_jaxpr(_mul)(np.float32(0), np.float32(0)).jaxpr
-    params = dict(jaxpr=jaxpr, consts=(), window_dimensions=(2, 2),
+    params = dict(jaxpr=jaxpr, consts=(), order=1, window_dimensions=(2, 2),
                   window_strides=(1, 1), padding=((0, 0), (0, 0)),
                   base_dilation=(1, 1), window_dilation=(1, 1))
     prim = lax_windowed.reduce_window_jvp_p
@@ -398,6 +398,17 @@ class ReduceWindowJvpTest(jtu.JaxTestCase):
     self.assertAllClose(out, 16 * jnp.ones((3, 3)))
     # d(x1 * x2 * x3 * x4) = 4 * 3 * 2**3.
     self.assertAllClose(t_out, 96 * jnp.ones((3, 3)))
+    # Its jvp is of order 2, of the same computation: the user's, whose init
+    # values come first at every order.
+    f = _rw(_mul, 1., (2, 2), (1, 1), "VALID")
+    jvp = lambda x, t: jax.jvp(f, (x,), (t,))
+    eqns = [jax.make_jaxpr(jvp)(x, x).eqns[0],
+            jax.make_jaxpr(lambda x, t: jax.jvp(jvp, (x, t), (t, t)))(
+                x, x).eqns[0]]
+    self.assertEqual([e.primitive for e in eqns], [prim, prim])
+    self.assertEqual([e.params["order"] for e in eqns], [1, 2])
+    self.assertIs(eqns[0].params["jaxpr"], eqns[1].params["jaxpr"])
+    self.assertEqual(eqns[1].invars[len(eqns[1].invars) // 2].val, 1.)
 
 
 if __name__ == "__main__":
