@@ -18,7 +18,7 @@ a jitted kernel, on 4 host CPU devices under shard_map):
 
   * remote / local copy: a kernel that sends K copies of a (8, 128) float32
     block round a ring (`async_remote_copy(...).wait()`, through the host
-    runtime of jax/_src/pallas/mosaic/interpret_devices.py) against the same
+    runtime of jax/_src/pallas/mosaic/interpret.py) against the same
     kernel with local copies (`async_copy(...).wait()`, no host round trip);
   * local copy in a kernel that communicates / in one that does not: the
     same local copies, in a kernel that also signals a neighbour once (its
