@@ -137,6 +137,28 @@ class PallasCallTest(absltest.TestCase):
 """
 
 
+# A kernel that accumulates into its output without initializing it: right
+# under interpret=True (zeros), NaN under InterpretParams() (uninitialized).
+ACCUMULATE_TEST = """
+from absl.testing import absltest
+import numpy as np
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+
+class AccumulateTest(absltest.TestCase):
+
+  def test_accumulate(self):
+    def kernel(x_ref, o_ref):
+      o_ref[...] += x_ref[...]
+    x = np.ones((8, 128), np.float32)
+    out = pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(x)
+    np.testing.assert_array_equal(out, x)
+"""
+
+
 class PallasInterpretOptionTest(absltest.TestCase):
 
   @classmethod
@@ -150,6 +172,8 @@ class PallasInterpretOptionTest(absltest.TestCase):
         CALL_TEST)
     (work / "tests" / "pallas" / "failing_hypothesis_test.py").write_text(
         FAILING_HYPOTHESIS_TEST)
+    (work / "tests" / "pallas" / "accumulate_test.py").write_text(
+        ACCUMULATE_TEST)
     git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t"]
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "t"],
                  ["tag", "jax-v0.4.28"]):
@@ -212,6 +236,17 @@ class PallasInterpretOptionTest(absltest.TestCase):
                   r.stdout, r.stderr)
     # The first example fails and is run again to report it; no more.
     self.assertEqual(len(self.examples.read_text().split()), 2)
+
+  def test_interpret_params_and_their_fields(self):
+    for options, verdict in [
+        ((), "1 passed, 0 failed"),
+        (("--interpret-params",), "0 passed, 1 failed"),
+        (("--interpret-param", "uninitialized_memory='zero'"),
+         "1 passed, 0 failed")]:
+      r = self.run_tests("--pallas-interpret", *options,
+                         tests=["pallas/accumulate_test"])
+      self.assertIn(f"pallas/accumulate_test: {verdict}", r.stdout,
+                    (options, r.stderr))
 
   def test_tests_of_the_tpu_compiler_are_named(self):
     r = self.run_tests("--pallas-interpret",

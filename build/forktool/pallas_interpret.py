@@ -18,8 +18,9 @@
 in $JAX_FORK_PALLAS_INTERPRET_RTOL, N in $JAX_FORK_HYPOTHESIS_MAX_EXAMPLES),
 without editing the test files. For the whole session:
 - every `jax.experimental.pallas.pallas_call` runs with `interpret=True`, or
-  with $JAX_FORK_PALLAS_INTERPRET_PARAMS (`--interpret-params`)
-  `interpret=pltpu.InterpretParams()`, whose warnings are then errors;
+  with $JAX_FORK_PALLAS_INTERPRET_PARAMS ("1", or "FIELD=VALUE,...":
+  `--interpret-params`, `--interpret-param FIELD=VALUE`)
+  `interpret=pltpu.InterpretParams(...)`, whose warnings are then errors;
 - the TPU gates answer as a TPU v5e (`EMULATED_TPU`) would:
   `jtu.device_under_test()` is "tpu" (so `jtu.test_device_matches(["tpu"])`
   is true), `jtu.is_device_tpu(version, variant)` and
@@ -36,6 +37,7 @@ without editing the test files. For the whole session:
 """
 from __future__ import annotations
 
+import ast
 import functools
 import os
 
@@ -74,9 +76,12 @@ def pytest_configure(config):
   assert_allclose = np.testing.assert_allclose
 
   interpret = True
-  if os.environ.get("JAX_FORK_PALLAS_INTERPRET_PARAMS"):
+  fields = os.environ.get("JAX_FORK_PALLAS_INTERPRET_PARAMS")
+  if fields:
     from jax.experimental.pallas import tpu as pltpu
-    interpret = pltpu.InterpretParams()
+    interpret = pltpu.InterpretParams(**{  # "1", or "field=value,..."
+        k: ast.literal_eval(v) for k, _, v in (
+            f.partition("=") for f in fields.split(",") if f != "1")})
     config.addinivalue_line(
         "filterwarnings", "error::jax.experimental.pallas.tpu.InterpretWarning")
 

@@ -110,6 +110,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                  help="with --pallas-interpret: interpret="
                       "pltpu.InterpretParams() (its checks) instead of True, "
                       "and its warnings (races, semaphores left) errors")
+  p.add_argument("--interpret-param", action="append", default=[],
+                 metavar="FIELD=VALUE",
+                 help="a field of those InterpretParams, a Python literal "
+                      "(e.g. detect_races=True); implies --interpret-params")
   p.add_argument("--pallas-rtol", type=float, default=1e-5,
                  help="the least rtol with --pallas-interpret (default 1e-5: "
                       "interpret mode sums in XLA CPU's order)")
@@ -252,8 +256,9 @@ def main(args) -> int:
   if args.pallas_interpret:
     env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
     env["JAX_FORK_PALLAS_INTERPRET_RTOL"] = str(args.pallas_rtol)
-    if args.interpret_params:
-      env["JAX_FORK_PALLAS_INTERPRET_PARAMS"] = "1"
+    if args.interpret_params or args.interpret_param:
+      env["JAX_FORK_PALLAS_INTERPRET_PARAMS"] = ",".join(
+          args.interpret_param) or "1"
     if args.hypothesis_max_examples is not None:
       env["JAX_FORK_HYPOTHESIS_MAX_EXAMPLES"] = str(
           args.hypothesis_max_examples)
