@@ -181,6 +181,7 @@ class RemoteCopyTest(jtu.JaxTestCase):
   # the end (the warning), and does not keep a neighbour from copying in
   # while the initial copy waits on the same semaphore (under InterpretParams
   # that wait may then take the neighbour's half block: a ValueError).
+  @pytest.mark.interpret_true_only("jax 0.4.26's kernel has a bad barrier")
   def test_all_gather_kernel_of_jax_0_4_26(self):
     from jax.experimental.pallas.ops.tpu import all_gather
     m = mesh(N)
