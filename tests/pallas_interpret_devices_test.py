@@ -77,6 +77,14 @@ def on_mesh(f, m, in_specs, out_specs):
                                      out_specs=out_specs, check_rep=False))
 
 
+def on_blocks(kernel, m=None, spec=P("x"), **kwargs):
+  """`kernel_call` of `kernel` on each device's block of x, its output shaped
+  like it, jitted under shard_map over `m` (default: N devices along x)."""
+  return on_mesh(lambda x: kernel_call(
+      kernel, jax.ShapeDtypeStruct(x.shape, x.dtype), x, **kwargs),
+                 mesh(N) if m is None else m, spec, spec)
+
+
 def barrier(left, right):
   """Signals both neighbours' barrier semaphores and waits for theirs."""
   sem = pltpu.get_barrier_semaphore()
@@ -104,9 +112,7 @@ class RemoteCopyTest(jtu.JaxTestCase):
         kind = pltpu.DeviceIdType.MESH
       pltpu.async_remote_copy(x_ref, o_ref, send_sem, recv_sem,
                               device_id=target, device_id_type=kind).wait()
-    f = on_mesh(lambda x: kernel_call(
-        kernel, jax.ShapeDtypeStruct(x.shape, x.dtype), x,
-        scratch_shapes=[DMA, DMA]), mesh(N), P("x"), P("x"))
+    f = on_blocks(kernel, scratch_shapes=[DMA, DMA])
     np.testing.assert_array_equal(f(x), np.roll(x, 8 * shift, axis=0))
 
   def test_bidirectional_exchange_with_the_barrier(self):
@@ -151,10 +157,8 @@ class RemoteCopyTest(jtu.JaxTestCase):
         o_ref[...] += buf[1 - slot]
         return carry
       lax.fori_loop(0, N - 1, step, 0)
-    f = on_mesh(lambda x: kernel_call(
-        kernel, jax.ShapeDtypeStruct(x.shape, x.dtype), x, space=VMEM,
-        scratch_shapes=[pltpu.VMEM((2, 8, 128), jnp.float32), DMA, DMA,
-                        REGULAR]), mesh(N), P("x"), P("x"))
+    f = on_blocks(kernel, space=VMEM, scratch_shapes=[
+        pltpu.VMEM((2, 8, 128), jnp.float32), DMA, DMA, REGULAR])
     total = x.reshape(N, 8, 128).sum(0)
     np.testing.assert_array_equal(f(x), np.tile(total, (N, 1)))
 
@@ -169,10 +173,8 @@ class RemoteCopyTest(jtu.JaxTestCase):
       pltpu.semaphore_signal(sem, 3, device_id=(1 - y, xi))
       pltpu.semaphore_wait(sem, 3)
       o_ref[...] += pltpu.semaphore_read(sem).astype(jnp.float32)
-    f = on_mesh(lambda x: kernel_call(
-        kernel, jax.ShapeDtypeStruct(x.shape, x.dtype), x,
-        space=VMEM, scratch_shapes=[DMA, DMA, REGULAR]),
-        mesh(2, 4, names=("y", "x")), P("y", "x"), P("y", "x"))
+    f = on_blocks(kernel, mesh(2, 4, names=("y", "x")), P("y", "x"),
+                  space=VMEM, scratch_shapes=[DMA, DMA, REGULAR])
     blocks = x.reshape(2, 8, 4, 128)
     np.testing.assert_array_equal(
         f(x), np.roll(blocks, 1, axis=2).reshape(x.shape))
@@ -300,10 +302,8 @@ class LocalKernelOnMeshTest(jtu.JaxTestCase):
       def _():
         o_ref[...] = x_ref[...]
       o_ref[0, 0] = lax.convert_element_type(pltpu.device_id(), jnp.float32)
-    f = on_mesh(lambda x: kernel_call(
-        kernel, jax.ShapeDtypeStruct(x.shape, x.dtype), x, space=VMEM,
-        scratch_shapes=[DMA]), mesh(2, 4, names=("y", "x")), P("y", "x"),
-        P("y", "x"))
+    f = on_blocks(kernel, mesh(2, 4, names=("y", "x")), P("y", "x"),
+                  space=VMEM, scratch_shapes=[DMA])
     want = x.copy()
     want[8:] *= np.repeat(np.arange(1, 5), 128)
     want[::8, ::128] = np.arange(8).reshape(2, 4)
@@ -320,8 +320,9 @@ class ApiTest(jtu.JaxTestCase):
                                 "under shard_map"):
       kernel_call(kernel, jax.ShapeDtypeStruct((8,), jnp.float32),
                   np.ones(8, np.float32), scratch_shapes=[DMA, DMA])
-    with self.assertRaisesRegex(ValueError, r"pltpu.device_id\(\) in interpret"
-                                " mode needs the kernel to run under shard_map"):
+    with self.assertRaisesRegex(
+        ValueError, r"pltpu.device_id\(\) in interpret mode needs the kernel "
+        "to run under shard_map"):
       kernel_call(lambda o_ref: o_ref.__setitem__(0, pltpu.device_id()),
                   jax.ShapeDtypeStruct((1,), jnp.int32), space=pltpu.SMEM)
 
@@ -379,10 +380,7 @@ class FailureTest(jtu.JaxTestCase):
     def kernel(x_ref, o_ref, sem):
       pltpu.semaphore_signal(sem, device_id=neighbours()[2])
       pltpu.semaphore_wait(sem, 2)  # only 1 will come
-    f = on_mesh(lambda x: kernel_call(
-        kernel, jax.ShapeDtypeStruct(x.shape, x.dtype), x,
-        scratch_shapes=[REGULAR], interpret=interpret), mesh(N), P("x"),
-        P("x"))
+    f = on_blocks(kernel, scratch_shapes=[REGULAR], interpret=interpret)
     start = time.monotonic()
     with self.assertRaisesRegex(
         RuntimeError, r"Pallas kernel 'kernel' on device \d: no device can "
@@ -395,9 +393,7 @@ class FailureTest(jtu.JaxTestCase):
   def test_address_outside_the_mesh(self):
     def kernel(x_ref, o_ref, sem):
       pltpu.semaphore_signal(sem, device_id=lax.axis_index("x") + N)
-    f = on_mesh(lambda x: kernel_call(
-        kernel, jax.ShapeDtypeStruct(x.shape, x.dtype), x,
-        scratch_shapes=[REGULAR]), mesh(N), P("x"), P("x"))
+    f = on_blocks(kernel, scratch_shapes=[REGULAR])
     with self.assertRaisesRegex(ValueError, r"device (\d) addressed device "
                                 r"\d, but the mesh \{'x': 4\} has devices 0 "
                                 "to 3"):
@@ -410,10 +406,8 @@ class FailureTest(jtu.JaxTestCase):
       o_ref[pl.ds(me // 3 * 8, 8)] = x_ref[...]   # device 3 writes rows 8-15
       pltpu.async_remote_copy(x_ref, o_ref, send_sem, recv_sem,
                               device_id=right).wait()
-    f = on_mesh(lambda x: kernel_call(
-        kernel, jax.ShapeDtypeStruct(x.shape, x.dtype), x, space=VMEM,
-        scratch_shapes=[DMA, DMA], interpret=pltpu.InterpretParams()),
-        mesh(N), P("x"), P("x"))
+    f = on_blocks(kernel, space=VMEM, scratch_shapes=[DMA, DMA],
+                  interpret=pltpu.InterpretParams())
     with self.assertRaisesRegex(IndexError, r"'kernel' on device 3: "
                                 r"out-of-bounds write of o_ref\[8:16, 0:128\]"):
       f(ints(0, N * 8, 128))
@@ -488,9 +482,7 @@ class RunTest(jtu.JaxTestCase):
       def _():   # seconds of work that does not reach the host runtime
         jax.debug.callback(lambda: time.sleep(3))
         o_ref[...] += 1 / 256
-    f = on_mesh(lambda x: kernel_call(
-        kernel, jax.ShapeDtypeStruct(x.shape, x.dtype), x, space=VMEM,
-        scratch_shapes=[DMA, DMA]), mesh(N), P("x"), P("x"))
+    f = on_blocks(kernel, space=VMEM, scratch_shapes=[DMA, DMA])
     saved = jax.config.jax_pallas_interpret_timeout
     jax.config.update("jax_pallas_interpret_timeout", 2.)
     try:
@@ -520,10 +512,8 @@ class RunTest(jtu.JaxTestCase):
       pltpu.make_async_remote_copy(x_ref, scratch, send_sem, recv_sem,
                                    device_id=right).wait_recv()
       o_ref[...] += scratch[...]
-    f = on_mesh(lambda x: kernel_call(
-        kernel, jax.ShapeDtypeStruct(x.shape, x.dtype), x, space=VMEM,
-        scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32), DMA, DMA],
-        interpret=interpret), mesh(N), P("x"), P("x"))
+    f = on_blocks(kernel, space=VMEM, interpret=interpret, scratch_shapes=[
+        pltpu.VMEM((8, 128), jnp.float32), DMA, DMA])
     np.testing.assert_array_equal(f(x), np.roll(x, 8, axis=0))
 
   def test_a_wait_for_another_shape_than_was_sent(self):
@@ -536,10 +526,8 @@ class RunTest(jtu.JaxTestCase):
       pltpu.make_async_remote_copy(
           x_ref.at[:4], o_ref.at[:4], send_sem, recv_sem,
           device_id=right).wait_recv()
-    f = on_mesh(lambda x: kernel_call(
-        kernel, jax.ShapeDtypeStruct(x.shape, x.dtype), x, space=VMEM,
-        scratch_shapes=[DMA, DMA], interpret=pltpu.InterpretParams()),
-        mesh(N), P("x"), P("x"))
+    f = on_blocks(kernel, space=VMEM, scratch_shapes=[DMA, DMA],
+                  interpret=pltpu.InterpretParams())
     with self.assertRaisesRegex(ValueError, r"the wait at .* names a "
                                 r"float32\[4, 128\] buffer, but takes a remote "
                                 r"copy of float32\[8, 128\] from device \d"):
@@ -582,12 +570,9 @@ class RunTest(jtu.JaxTestCase):
       o_ref[...] += y
     x = ints(4, N * 8, 128)
     def run(ordered):
-      return on_mesh(lambda x: kernel_call(
-          functools.partial(kernel, ordered=ordered),
-          jax.ShapeDtypeStruct(x.shape, x.dtype), x, space=VMEM,
-          scratch_shapes=[DMA, DMA], barrier=ordered,
-          interpret=pltpu.InterpretParams(detect_races=True)),
-          mesh(N), P("x"), P("x"))(x)
+      return on_blocks(functools.partial(kernel, ordered=ordered),
+                       space=VMEM, scratch_shapes=[DMA, DMA], barrier=ordered,
+                       interpret=pltpu.InterpretParams(detect_races=True))(x)
     with self.assertWarnsRegex(
         pltpu.RaceWarning, r"race: a DMA into o_ref on device \d started at "
         r".* and the access at .*, which no semaphore orders before it"):
