@@ -848,6 +848,32 @@ class UpstreamCompareTest(ToolingTestCase):
                      ["upstream test_fails_on_both",
                       "upstream test_new_on_fork"])
 
+  def test_pjrt_plugin_runs_the_fork_alone_on_it(self):
+    # The fork's run sees the plugin as JAX's one backend, with --devices
+    # devices; the recheck runs without it.
+    work = make_tests_repo(self.tmp / "work", tiny_test=(
+        "import json, os\n"
+        "def test_on_the_plugin():\n"
+        "  if 'PJRT_NAMES_AND_LIBRARY_PATHS' not in os.environ:\n"
+        "    return  # the recheck: passes\n"
+        "  name, path = os.environ['PJRT_NAMES_AND_LIBRARY_PATHS'].split(':')\n"
+        "  assert (name, os.environ['JAX_PLATFORMS']) == ('plugin', 'plugin')\n"
+        "  with open(path) as f:\n"
+        "    assert json.load(f) == {'library_path': '/p/plugin.so',\n"
+        "        'create_options': {'cpu_device_count': 4}}\n"
+        "  assert False  # fails on the plugin alone\n"
+        "def test_ok():\n"
+        "  pass\n"))
+    py = python_with_this_jax(self.tmp / "py")
+    r = run_cli("upstream-tests", "--jax-repo", str(work), "--python", py,
+                "--pjrt-plugin", "/p/plugin.so", "--devices", "4",
+                "--recheck", py, "--log-dir", str(self.tmp / "logs"),
+                "tiny_test")
+    self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+    self.assertIn("on PJRT plugin /p/plugin.so", r.stdout)
+    self.assertIn("tiny_test: fork 1 passed, 1 failed", r.stdout)
+    self.assertIn("0 also fail on upstream | 1 new on the fork", r.stdout)
+
   def test_a_file_that_ran_no_test_fails_the_run(self):
     work = make_tests_repo(self.tmp / "work", gated_test=(
         "import pytest\n"

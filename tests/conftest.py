@@ -22,7 +22,36 @@ if _flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
   os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _flag
                              ).strip()
 os.environ.setdefault("JAX_NUM_GENERATED_CASES", "10")
+
+
+def pjrt_plugin_path() -> str | None:
+  """A newer XLA CPU PJRT plugin: $JAX_FORK_TEST_PJRT_PLUGIN, else PyPI's
+  lammps-jax-pjrt-cpu (requirements-test.txt), else None."""
+  if os.environ.get("JAX_FORK_TEST_PJRT_PLUGIN"):
+    return os.environ["JAX_FORK_TEST_PJRT_PLUGIN"]
+  try:
+    import lammps_jax_pjrt_cpu   # pylint: disable=g-import-not-at-top
+  except ImportError:
+    return None
+  return str(lammps_jax_pjrt_cpu.PLUGIN_PATH)
+
+
+if os.environ.get("JAX_FORK_TEST_ON_PLUGIN") == "1":
+  # The tests with that plugin (8 devices) as JAX's one backend, served by
+  # the PJRT adapter (patch 0026).
+  import json, tempfile   # pylint: disable=g-import-not-at-top
+  _config = os.path.join(tempfile.mkdtemp(), "cpu_plugin.json")
+  with open(_config, "w") as _f:
+    json.dump({"library_path": pjrt_plugin_path(),
+               "create_options": {"cpu_device_count": 8}}, _f)
+  os.environ["PJRT_NAMES_AND_LIBRARY_PATHS"] = f"plugin:{_config}"
+  os.environ["JAX_PLATFORMS"] = "plugin"
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+
+# The reason tests/tpu_test.py gives for skipping without a TPU: the one skip
+# CI=true allows.
+NEEDS_A_TPU = "needs a TPU"
 
 
 def _strict_ci() -> bool:
@@ -41,14 +70,17 @@ if pytest is not None:
     """With CI=true a skip is a failure: a green CI means every test ran.
 
     Our tests skip only when a tool that `.ci/install-test-deps` installs
-    (Node's source-map, Chromium, the GCS emulator, the ecosystem packages)
-    is missing; in CI that is a broken install, not a reason to pass.
+    (Node's source-map, Chromium, the GCS emulator, the ecosystem packages,
+    the PJRT CPU plugin) is missing; in CI that is a broken install, not a
+    reason to pass. The exception: tests/tpu_test.py skips without a TPU.
     """
     outcome = yield
     report = outcome.get_result()
     if report.skipped and _strict_ci() and not hasattr(report, "wasxfail"):
       reason = report.longrepr[2] if isinstance(report.longrepr, tuple) \
           else str(report.longrepr)
+      if NEEDS_A_TPU in reason:   # CI has no accelerator
+        return
       report.outcome = "failed"
       report.longrepr = f"skipped under CI=true (a missing tool?): {reason}"
 

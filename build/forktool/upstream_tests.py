@@ -26,6 +26,7 @@ passed did not run: it fails the run.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -122,6 +123,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                  help="with --pallas-interpret: at most N hypothesis examples "
                       "per test, a failing one not shrunk (the kernel test "
                       "files' own profiles ask for 10 to 50)")
+  p.add_argument("--pjrt-plugin", metavar="PATH", default=None,
+                 help="run the fork on this PJRT CPU plugin (a .so) as its "
+                      "only backend, with --devices devices; --recheck and "
+                      "--compare run without it (so --recheck with the "
+                      "fork's own interpreter names the failures the "
+                      "built-in CPU backend does not have)")
   p.add_argument("--no-skips", action="store_true",
                  help="a skipped test fails the run (for files every test "
                       "of which must run)")
@@ -269,8 +276,17 @@ def main(args) -> int:
   with T.open_jax_repo(args.jax_repo) as repo, \
       tempfile.TemporaryDirectory(prefix="jax-upstream-tests-") as tmp:
     tests_dir = extract_tests(repo, args.tag, Path(tmp))
+    fork_env = env
+    if args.pjrt_plugin:
+      config = Path(tmp) / "pjrt_plugin.json"
+      config.write_text(json.dumps({
+          "library_path": str(Path(args.pjrt_plugin).resolve()),
+          "create_options": {"cpu_device_count": args.devices}}))
+      fork_env = dict(env, PJRT_NAMES_AND_LIBRARY_PATHS=f"plugin:{config}",
+                      JAX_PLATFORMS="plugin")
     print(f"upstream tests at {args.tag} against jax "
-          f"{_installed(args.python, env, tmp)}")
+          f"{_installed(args.python, fork_env, tmp)}"
+          f"{f' on PJRT plugin {args.pjrt_plugin}' if args.pjrt_plugin else ''}")
     if other:
       print(f"{'compared' if args.compare else 'failures rechecked'} with jax "
             f"{_installed(other, env, tmp)}")
@@ -283,7 +299,8 @@ def main(args) -> int:
       t0 = time.time()
       log_name = name.replace("/", "-")   # pallas/pallas_test
       log = log_dir / f"upstream-{log_name}{'-fork' if other else ''}.log"
-      c, failed, rc = run_file(args.python, [str(path)], args, env, tmp, log)
+      c, failed, rc = run_file(args.python, [str(path)], args, fork_env, tmp,
+                               log)
       skipped = not_runnable(log.with_suffix(".xml"))
       ulog = log_dir / f"upstream-{log_name}-upstream.log"
       uc, rechecked = None, False

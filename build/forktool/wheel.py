@@ -32,6 +32,8 @@ from . import upstream as U
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 _WHEEL_TAG = "py3-none-any"
 _PACKAGE_SUFFIXES = (".py", ".pyi", ".typed",
+                     # The C half of jax/_src/pjrt_adapter.py, built on first use.
+                     ".c",
                      # Assets of jax/_src/jaxpr_dump_assets (the HTML view).
                      ".html", ".css", ".js")
 

@@ -1,0 +1,462 @@
+# Copyright 2026 The JAX fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The PJRT adapter (jax._src.pjrt_adapter): jaxlib 0.4.26 on a newer plugin.
+
+The plugin is a 2026 XLA CPU plugin (PJRT C API 0.115; PyPI's
+lammps-jax-pjrt-cpu, or the .so that $JAX_FORK_TEST_PJRT_PLUGIN names,
+conftest.pjrt_plugin_path),
+loaded beside the built-in CPU backend in this process: every program runs
+on both and the answers are compared. Plugins the adapter cannot serve are
+small fakes compiled here, each tripping one check.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+from pathlib import Path
+import shutil
+import subprocess
+import tempfile
+import textwrap
+
+from absl.testing import absltest
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax._src import pjrt_adapter
+from jax._src import test_util as jtu
+from jax._src import xla_bridge
+from jax._src.lib import xla_client
+from jax.experimental import io_callback
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+from jax.experimental.shard_map import shard_map
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+from conftest import pjrt_plugin_path as plugin_path
+
+jax.config.parse_flags_with_absl()
+
+NAME = "adapter_test_cpu"  # the plugin's name in jaxlib
+
+
+@functools.lru_cache(maxsize=None)
+def plugin_client():
+  """A client of the plugin, 8 devices, next to the built-in backend."""
+  c_api = pjrt_adapter.load_plugin(NAME, plugin_path())
+  assert c_api is not None
+  xla_client.initialize_pjrt_plugin(NAME)
+  client = xla_client.make_c_api_client(NAME, {"cpu_device_count": 8}, None)
+  return pjrt_adapter.adopt(NAME, client)
+
+
+def on_both(f, *args):
+  """f(*args) on the built-in CPU backend and on the plugin's first device."""
+  cpu = jax.jit(f)(*args)
+  dev = plugin_client().local_devices()[0]
+  out = jax.jit(f)(*jax.device_put(args, dev))
+  leaves = jax.tree_util.tree_leaves(out)
+  assert all(leaf.devices() == {dev} for leaf in leaves), out
+  return cpu, out
+
+
+class PluginTestCase(jtu.JaxTestCase):
+
+  def setUp(self):
+    super().setUp()
+    if plugin_path() is None:
+      self.skipTest("no newer PJRT CPU plugin: pip install lammps-jax-pjrt-cpu"
+                    " or set JAX_FORK_TEST_PJRT_PLUGIN")
+
+
+class AnswersTest(PluginTestCase):
+  """Programs give the built-in CPU backend's answers on the plugin."""
+
+  def test_the_plugin_is_newer_and_served(self):
+    client = plugin_client()
+    major, minor = pjrt_adapter.plugin_version(client)
+    self.assertEqual(major, 0)
+    self.assertGreater(minor, 47)
+    self.assertEqual(client.platform, "cpu")
+    self.assertLen(client.local_devices(), 8)
+
+  def test_exact_programs(self):
+    rng = np.random.default_rng(0)
+    ints = rng.integers(-8, 8, (16, 32)).astype(np.float32)
+    cases = {
+        "elementwise": (lambda x: x * 2 + 1, ints),
+        "sum": (lambda x: x.sum(0), ints),  # small integers: exact sums
+        "matmul": (lambda x: x @ x.T, ints),
+        "bf16 matmul": (lambda x: x.astype(jnp.bfloat16) @ x.T.astype(
+            jnp.bfloat16), ints),
+        "sort": (jnp.sort, rng.normal(size=(5, 7)).astype(np.float32)),
+        "cumsum": (lambda x: jnp.cumsum(x, 1), ints),
+        "int64": (lambda x: (x.astype(jnp.int32) * 3) // 2, ints),
+        "random": (lambda s: jax.random.normal(jax.random.key(s), (4, 4)),
+                   np.uint32(3)),
+        "while": (lambda x: lax.fori_loop(0, 5, lambda i, c: c * 2 + i, x),
+                  ints),
+        "scatter_apply": (lambda x: lax.scatter_apply(
+            x, jnp.array([[0], [2]]), lambda v: v * 3,
+            lax.ScatterDimensionNumbers((), (0,), (0,)), update_shape=(2,)),
+            np.arange(10.0, dtype=np.float32)),
+        # The fork's own features (patches 0003, 0004/0005); powers of 2
+        # multiply exactly in any order.
+        "reduce_window grad": (jax.grad(lambda x: lax.reduce_window(
+            x, 1., lax.mul, (3, 3), (1, 1), "SAME").sum()),
+            2.0 ** rng.integers(-2, 3, (8, 8)).astype(np.float32)),
+        "basic indexing": (lambda x: x[..., 1, ::2].sum() + x.at[1:3].set(
+            0.)[::-1, 5], ints[:4].reshape(4, 8, 4)),
+    }
+    for name, (f, x) in cases.items():
+      with self.subTest(name):
+        cpu, plugin = on_both(f, x)
+        np.testing.assert_array_equal(plugin, cpu)
+
+  def test_transcendentals(self):
+    x = np.linspace(-3, 3, 101, dtype=np.float32)
+    for f in (jnp.sin, jnp.exp, jnp.tanh, lax.erf, jnp.log1p):
+      with self.subTest(f.__name__):
+        cpu, plugin = on_both(f, x)
+        # Two XLA releases' approximations agree to a few ulps.
+        np.testing.assert_allclose(plugin, cpu, rtol=2e-6, atol=1e-7)
+
+  def test_sharded_programs(self):
+    devices = np.array(plugin_client().local_devices())
+    mesh = Mesh(devices.reshape(4, 2), ("i", "j"))
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    xs = jax.device_put(x, NamedSharding(mesh, P("i", "j")))
+    y = jax.jit(lambda x: jnp.sin(x) @ x)(xs)   # output sharding from XLA
+    self.assertEqual(y.sharding.device_set, set(devices.flat))
+    np.testing.assert_allclose(y, jnp.sin(x) @ x, rtol=1e-5)
+    f = shard_map(lambda b: lax.psum(b, "i"), mesh=mesh,
+                  in_specs=P("i", "j"), out_specs=P(None, "j"))
+    np.testing.assert_array_equal(jax.jit(f)(xs), x.reshape(4, 2, 8).sum(0))
+    # vmap(grad(shard_map)) under spmd_axis_name (patch 0010).
+    g = shard_map(jnp.sin, mesh=mesh, in_specs=P("j"), out_specs=P("j"))
+    xs2 = jnp.arange(4 * 16.0).reshape(4, 16)
+    grads = jax.vmap(jax.grad(lambda v: g(v).sum()), spmd_axis_name="i")(
+        jax.device_put(xs2, NamedSharding(mesh, P())))
+    np.testing.assert_allclose(grads, jnp.cos(xs2), rtol=1e-6)
+
+  def test_compiled_hlo_reads_back(self):
+    """The optimized HLO of a plugin executable (instruction ids above
+    INT_MAX, renumbered) reaches as_text() and the executable's shardings."""
+    dev = plugin_client().local_devices()[0]
+    compiled = jax.jit(lambda x: jnp.sin(x) * 2).lower(
+        jax.device_put(np.ones(3, np.float32), dev)).compile()
+    # Without the renumbering jaxlib fails to read it: "Instruction with id >
+    # INT_MAX".
+    self.assertIn("sine", compiled.as_text())
+    (module,) = compiled.runtime_executable().hlo_modules()
+    self.assertIn("sine", module.to_string())
+
+  def test_donation(self):
+    dev = plugin_client().local_devices()[0]
+    x = jax.device_put(np.arange(4.0, dtype=np.float32), dev)
+    y = jax.jit(lambda x: x + 1, donate_argnums=0)(x)
+    np.testing.assert_array_equal(y, np.arange(4.0) + 1)
+    self.assertTrue(x.is_deleted())
+
+
+class CallbackTest(PluginTestCase):
+  """Host callbacks run on the plugin through the adapter's FFI handler."""
+
+  def test_io_callback_in_order(self):
+    seen = []
+    def record(i):
+      seen.append(int(i))
+      return np.int32(i * 10)
+    def f(n):
+      def body(i, acc):
+        return acc + io_callback(record, jax.ShapeDtypeStruct((), jnp.int32),
+                                 i, ordered=True)
+      return lax.fori_loop(0, n, body, jnp.int32(0))
+    dev = plugin_client().local_devices()[0]
+    out = jax.jit(f)(jax.device_put(np.int32(6), dev))
+    self.assertEqual(int(out), sum(range(6)) * 10)
+    self.assertEqual(seen, list(range(6)))
+
+  def test_pure_callback_and_vmap(self):
+    f = lambda x: jax.pure_callback(
+        lambda v: np.sin(v).astype(v.dtype), x, x, vectorized=True)
+    cpu, plugin = on_both(jax.vmap(f), np.linspace(0, 1, 12,
+                                                   dtype=np.float32))
+    np.testing.assert_array_equal(plugin, cpu)
+
+  def test_debug_print(self):
+    dev = plugin_client().local_devices()[0]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+      jax.jit(lambda x: jax.debug.print("x={x}", x=x))(
+          jax.device_put(np.arange(3), dev))
+      jax.effects_barrier()
+    self.assertEqual(out.getvalue(), "x=[0 1 2]\n")
+
+  def test_a_failing_callback_raises_its_error(self):
+    def bad(x):
+      raise ValueError("no thanks")
+    dev = plugin_client().local_devices()[0]
+    with self.assertRaisesRegex(Exception, "no thanks"):
+      jax.block_until_ready(jax.jit(
+          lambda x: jax.pure_callback(bad, x, x))(jax.device_put(1.0, dev)))
+    # and the plugin runs the next program
+    self.assertEqual(float(jax.jit(lambda x: x + 1)(jax.device_put(
+        1.0, dev))), 2.0)
+
+  def test_an_interpret_mode_error_reaches_the_caller(self):
+    """Interpret mode's checks run in host callbacks and raise after the
+    execution, which pxla waits for as for jaxlib's own callbacks."""
+    def call(start):
+      def kernel(x_ref, o_ref, sem):
+        copy = pltpu.make_async_copy(x_ref, o_ref, sem)
+        if start:
+          copy.start()
+        copy.wait()
+      return pl.pallas_call(
+          kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+          grid_spec=pltpu.PrefetchScalarGridSpec(
+              num_scalar_prefetch=0, grid=(),
+              in_specs=[pl.BlockSpec(memory_space=pltpu.TPUMemorySpace.ANY)],
+              out_specs=pl.BlockSpec(memory_space=pltpu.TPUMemorySpace.ANY),
+              scratch_shapes=[pltpu.SemaphoreType.DMA]),
+          interpret=True)
+    x = jax.device_put(np.ones((8, 128), np.float32),
+                       plugin_client().local_devices()[0])
+    np.testing.assert_array_equal(call(start=True)(x), x)
+    with self.assertRaisesRegex(RuntimeError, "can never be satisfied"):
+      jax.block_until_ready(call(start=False)(x))
+    # Deterministically: the executable is one with host callbacks.
+    compiled = jax.jit(call(start=False)).lower(x).compile()
+    self.assertTrue(compiled._executable.unsafe_call.has_host_callbacks)
+
+  def test_pallas_kernels_across_devices(self):
+    """A kernel of the fork's interpret mode that talks across devices (its
+    runtime is host callbacks) gives the built-in backend's answer."""
+    def kernel(x_ref, o_ref, send_sem, recv_sem):  # a ring of 4
+      me = lax.axis_index("x")
+      right = lax.rem(me + 1, 4)
+      copy = pltpu.make_async_remote_copy(
+          x_ref, o_ref, send_sem, recv_sem, device_id=(right,),
+          device_id_type=pltpu.DeviceIdType.MESH)
+      copy.start()
+      copy.wait()
+    def ring(devices):
+      mesh = Mesh(np.array(devices[:4]), ("x",))
+      call = pl.pallas_call(
+          kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+          grid_spec=pltpu.PrefetchScalarGridSpec(
+              num_scalar_prefetch=0, grid=(),
+              in_specs=[pl.BlockSpec(memory_space=pltpu.TPUMemorySpace.ANY)],
+              out_specs=pl.BlockSpec(memory_space=pltpu.TPUMemorySpace.ANY),
+              scratch_shapes=[pltpu.SemaphoreType.DMA] * 2),
+          interpret=True)
+      f = jax.jit(shard_map(call, mesh=mesh, in_specs=P("x"),
+                            out_specs=P("x"), check_rep=False))
+      x = jnp.arange(32 * 128, dtype=jnp.float32).reshape(32, 128)
+      return f(jax.device_put(x, NamedSharding(mesh, P("x"))))
+    cpu = ring(jax.devices())
+    plugin = ring(plugin_client().local_devices())
+    np.testing.assert_array_equal(plugin, cpu)
+    np.testing.assert_array_equal(
+        cpu, np.roll(np.arange(32 * 128.0).reshape(4, 8, 128), 1, 0).reshape(
+            32, 128))
+
+
+class CompileOptionsTest(jtu.JaxTestCase):
+  """What the plugin is asked to compile with."""
+
+  def test_debug_options_leave_and_jax_settings_become_overrides(self):
+    options = xla_client.CompileOptions()
+    options.executable_build_options.debug_options.xla_detailed_logging = (
+        not options.executable_build_options.debug_options
+        .xla_detailed_logging)
+    options.env_option_overrides = [("xla_cpu_enable_fast_math", False)]
+    data = pjrt_adapter._options(options)
+    build = [b for n, _, b in pjrt_adapter._fields(data) if n == 3]
+    self.assertLen(build, 1)
+    self.assertNotIn(3, [n for n, _, _ in pjrt_adapter._fields(build[0])])
+    parsed = xla_client.CompileOptions.ParseFromString(data)
+    self.assertCountEqual(
+        parsed.env_option_overrides,
+        [("xla_cpu_enable_fast_math", False),
+         ("xla_detailed_logging", not xla_client.CompileOptions()
+          .executable_build_options.debug_options.xla_detailed_logging)])
+
+
+_FAKE = textwrap.dedent("""
+    #include <stddef.h>
+    static struct { size_t size; void* ext; size_t vsize; void* priv;
+                    int major, minor; void* fns[140]; } api;
+    void* GetPjrtApi(void) {
+      api.size = SIZE; api.vsize = 24; api.major = MAJOR; api.minor = MINOR;
+      return &api;
+    }
+    """)
+
+
+@functools.lru_cache(maxsize=None)
+def fake_plugin(major: int, minor: int, num_fns: int = 120,
+                symbol: bool = True) -> str:
+  """A .so whose GetPjrtApi returns an empty table of that version."""
+  cc = shutil.which("cc")
+  if cc is None:
+    raise absltest.SkipTest("no C compiler for the fake plugins")
+  d = Path(tempfile.mkdtemp())
+  (d / "fake.c").write_text(_FAKE if symbol else "int nothing;\n")
+  so = d / f"fake_{major}_{minor}_{num_fns}.so"
+  subprocess.run([cc, "-shared", "-fPIC", "-o", str(so), str(d / "fake.c"),
+                  f"-DMAJOR={major}", f"-DMINOR={minor}",
+                  f"-DSIZE={40 + 8 * num_fns}"], check=True)
+  return str(so)
+
+
+class PluginErrorTest(jtu.JaxTestCase):
+  """A plugin the adapter cannot serve fails with one message naming it,
+  both versions and what to do; a servable plugin's twin is served."""
+
+  def assertRefused(self, path, *patterns):
+    with self.assertRaises(pjrt_adapter.PluginError) as cm:
+      pjrt_adapter.load_plugin("fake", path)
+    for pattern in patterns:
+      self.assertRegex(str(cm.exception), pattern)
+
+  def test_another_major_version(self):
+    self.assertRefused(fake_plugin(1, 2), r"'fake' \(.*fake_1_2_120.so\)",
+                       r"speaks PJRT C API 1\.2", r"jaxlib 0\.4\.26 speaks 0\.47",
+                       "major 0 only")
+
+  def test_version_0_56(self):
+    self.assertRefused(fake_plugin(0, 56), r"0\.56", "another release")
+
+  def test_a_table_missing_functions(self):
+    self.assertRefused(fake_plugin(0, 90, num_fns=60), "60 functions",
+                       "fewer than 0.47's 97")
+
+  def test_an_older_plugin(self):
+    with jtu.set_env(ENABLE_PJRT_COMPATIBILITY=None):
+      self.assertRefused(fake_plugin(0, 40), r"0\.40, older than",
+                         "ENABLE_PJRT_COMPATIBILITY=1")
+
+  def test_no_symbol(self):
+    self.assertRefused(fake_plugin(0, 90, symbol=False),
+                       "no GetPjrtApi symbol")
+
+  def test_no_such_file(self):
+    self.assertRefused("/nonexistent/plugin.so", "could not be loaded from "
+                       "/nonexistent/plugin.so")
+
+  def test_no_c_compiler(self):
+    with tempfile.TemporaryDirectory() as cache, \
+        jtu.set_env(XDG_CACHE_HOME=cache, CC=None, PATH=cache):
+      with self.assertRaisesRegex(pjrt_adapter.PluginError,
+                                  r"no C compiler found .*\$CC"):
+        pjrt_adapter._native.__wrapped__()
+      with jtu.set_env(CC="/bin/false"), self.assertRaisesRegex(
+          pjrt_adapter.PluginError, "/bin/false failed to build"):
+        pjrt_adapter._native.__wrapped__()
+      with jtu.set_env(CC="/nonexistent/cc"), self.assertRaisesRegex(
+          pjrt_adapter.PluginError, "/nonexistent/cc could not run"):
+        pjrt_adapter._native.__wrapped__()
+
+  def test_the_error_reaches_backend_initialization(self):
+    name = "fake_major_1"
+    xla_bridge.register_plugin(name, library_path=fake_plugin(1, 0))
+    factory = xla_bridge._backend_factories.pop(name).factory
+    with self.assertRaisesRegex(pjrt_adapter.PluginError,
+                                f"'{name}'.*major 0 only"):
+      factory()
+
+  def test_a_newer_fake_is_served(self):
+    c_api = pjrt_adapter.load_plugin("fake_0_90", fake_plugin(0, 90))
+    self.assertEqual(pjrt_adapter._plugins["fake_0_90"].version, (0, 90))
+    # The same table again (as a jax_plugins module's capsule) is served by
+    # the same adapter.
+    self.assertIsNotNone(c_api)
+
+
+class MosaicTest(jtu.JaxTestCase):
+  """Pallas TPU kernels are written as a later runtime reads them."""
+
+  def lowered(self, kernel, version):
+    from jax._src import tpu_custom_call  # pylint: disable=g-import-not-at-top
+    from jax._src.interpreters import mlir  # pylint: disable=g-import-not-at-top
+    from jax._src.lib.mlir import ir  # pylint: disable=g-import-not-at-top
+    from jax._src.pallas.mosaic import pallas_call_registration as reg  # pylint: disable=g-import-not-at-top
+    from jaxlib.mlir.passmanager import PassManager  # pylint: disable=g-import-not-at-top
+    captured = []
+    def as_tpu_kernel(module, out_type, **_):
+      captured.append(module)
+      return lambda *a, **k: [jnp.zeros(t.shape, t.dtype) for t in out_type]
+    with jtu.ignore_warning(), contextlib.ExitStack() as stack:
+      stack.callback(setattr, reg.mosaic, "as_tpu_kernel",
+                     reg.mosaic.as_tpu_kernel)
+      reg.mosaic.as_tpu_kernel = as_tpu_kernel
+      x = jnp.ones((128, 128), jnp.bfloat16)
+      jax.jit(kernel).lower(x, x, _experimental_lowering_parameters=(
+          mlir.LoweringParameters(platforms=("tpu",))))
+    (module,) = captured
+    with module.context:
+      module = ir.Module.parse(module.operation.get_asm(binary=True))
+      module.context.allow_unregistered_dialects = True
+      PassManager.parse("builtin.module(mosaic-serde{serialize=true})").run(
+          module.operation)
+      tpu_custom_call.upgrade_for_runtime(module, version)
+      return str(module)
+
+  def kernel(self, transpose_lhs):
+    def body(x_ref, y_ref, o_ref, scratch, sem):
+      copy = pltpu.make_async_copy(x_ref, scratch, sem)
+      copy.start()
+      copy.wait()
+      dims = (((0,) if transpose_lhs else (1,), (0,)), ((), ()))
+      o_ref[...] = lax.dot_general(scratch[...], y_ref[...], dims)
+    return pl.pallas_call(
+        body, out_shape=jax.ShapeDtypeStruct((128, 128), jnp.bfloat16),
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=0, grid=(),
+            in_specs=[pl.BlockSpec(memory_space=pltpu.TPUMemorySpace.ANY),
+                      pl.BlockSpec(memory_space=pltpu.TPUMemorySpace.VMEM)],
+            out_specs=pl.BlockSpec(memory_space=pltpu.TPUMemorySpace.VMEM),
+            scratch_shapes=[pltpu.VMEM((128, 128), jnp.bfloat16),
+                            pltpu.SemaphoreType.DMA]))
+
+  def test_wait_dma_from_0_68(self):
+    new = self.lowered(self.kernel(False), (0, 112))
+    self.assertNotIn('"stable_mosaic.tpu.wait_dma"', new)
+    self.assertRegex(new, r'"stable_mosaic.tpu.wait_dma2"\((%\w+), (%\w+), '
+                          r'\2\)')
+    old = self.lowered(self.kernel(False), (0, 60))
+    self.assertIn('"stable_mosaic.tpu.wait_dma"', old)
+    self.assertNotIn("wait_dma2", old)
+
+  def test_matmul_accumulates_in_f32_with_its_lhs_untransposed(self):
+    for transpose_lhs in (False, True):
+      with self.subTest(transpose_lhs=transpose_lhs):
+        text = self.lowered(self.kernel(transpose_lhs), (0, 60))
+        self.assertRegex(
+            text, r'"stable_mosaic.tpu.matmul"\(.*\) \{transpose_lhs = false, '
+                  r'transpose_rhs = false\} : \(vector<128x128xbf16>, '
+                  r'vector<128x128xbf16>, vector<128x128xf32>\) -> '
+                  r'vector<128x128xf32>')
+        self.assertIn('"stable_mosaic.arith.truncf"', text)
+        self.assertEqual('"stable_mosaic.vector.transpose"' in text,
+                         transpose_lhs)
+
+
+if __name__ == "__main__":
+  absltest.main(testLoader=jtu.JaxTestLoader())

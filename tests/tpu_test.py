@@ -1,0 +1,173 @@
+# Copyright 2026 The JAX fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The fork on a TPU; every test skips without one.
+
+On a TPU machine: `JAX_PLATFORMS=tpu,cpu python -m pytest tests/tpu_test.py`.
+A runtime newer than jaxlib 0.4.26's is served through the PJRT adapter
+(jax._src.pjrt_adapter). Data are small integers (or powers of 2), so that
+results are exact in any order of summation, and are compared with NumPy or
+with the CPU backend.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import tempfile
+
+from absl.testing import absltest
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax._src import pjrt_adapter
+from jax._src import test_util as jtu
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+jax.config.parse_flags_with_absl()
+
+ANY = pltpu.TPUMemorySpace.ANY
+VMEM = pltpu.TPUMemorySpace.VMEM
+
+
+def ints(seed, *shape, dtype=np.float32):
+  return np.random.RandomState(seed).randint(-3, 4, shape).astype(dtype)
+
+
+class TpuTest(jtu.JaxTestCase):
+
+  def setUp(self):
+    super().setUp()
+    if jax.default_backend() != "tpu":
+      self.skipTest("needs a TPU (and JAX_PLATFORMS naming tpu)")  # conftest
+
+  def test_the_runtime(self):
+    client = jax.devices()[0].client
+    version = pjrt_adapter.plugin_version(client)
+    print(f"\n{jax.devices()[0].device_kind}: {client.platform_version}; "
+          f"PJRT C API {version or (0, 47)}"
+          f"{' through the adapter' if version else ''}")
+    self.assertTrue(jax.devices()[0].device_kind.startswith("TPU v"))
+
+  def test_xla_programs(self):
+    x = ints(0, 256, 512)
+    y = ints(1, 512, 128)
+    np.testing.assert_array_equal(
+        jnp.dot(x.astype(jnp.bfloat16), y.astype(jnp.bfloat16),
+                preferred_element_type=jnp.float32), x @ y)
+    np.testing.assert_array_equal(jax.jit(lambda x: x[..., 3, ::2])(
+        x.reshape(16, 16, 512)), x.reshape(16, 16, 512)[..., 3, ::2])
+    bits = lambda s: jax.random.bits(jax.random.key(s), (64,))
+    np.testing.assert_array_equal(
+        jax.jit(bits)(np.uint32(7)),
+        jax.jit(bits)(jax.device_put(np.uint32(7), jax.devices("cpu")[0])))
+
+  def test_reduce_window_ad(self):   # patches 0002, 0016, 0003
+    x = 2.0 ** np.random.RandomState(2).randint(-2, 3, (16, 16))
+    def f(x):
+      return lax.reduce_window(x, 1., lax.mul, (3, 3), (1, 1), "SAME").sum()
+    x = x.astype(np.float32)
+    np.testing.assert_array_equal(
+        jax.grad(f)(x),
+        jax.jit(jax.grad(f))(jax.device_put(x, jax.devices("cpu")[0])))
+
+  def test_host_callbacks(self):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+      jax.jit(lambda x: jax.debug.print("x={x}", x=x))(jnp.arange(3))
+      jax.effects_barrier()
+    self.assertEqual(out.getvalue(), "x=[0 1 2]\n")
+    y = jax.jit(lambda x: jax.pure_callback(np.sin, x, x))(
+        jnp.linspace(0, 1, 8))
+    np.testing.assert_allclose(y, np.sin(np.linspace(0, 1, 8)), rtol=1e-6)
+
+  def test_pallas_dma_and_dots(self):
+    """A DMA and its wait; dots whose output is bf16 and whose lhs is
+    contracted on its first dimension (forms a later Mosaic reads only as
+    the adapter rewrites them)."""
+    x = ints(3, 128, 128)
+    y = ints(4, 128, 256)
+    for transpose_lhs in (False, True):
+      for dtype in (jnp.float32, jnp.bfloat16):
+        def kernel(x_ref, y_ref, o_ref, scratch, sem):
+          copy = pltpu.make_async_copy(x_ref, scratch, sem)
+          copy.start()
+          copy.wait()
+          dims = (((0,) if transpose_lhs else (1,), (0,)), ((), ()))
+          o_ref[...] = lax.dot_general(scratch[...], y_ref[...], dims)
+        f = pl.pallas_call(
+            kernel, out_shape=jax.ShapeDtypeStruct((128, 256), dtype),
+            grid_spec=pltpu.PrefetchScalarGridSpec(
+                num_scalar_prefetch=0, grid=(),
+                in_specs=[pl.BlockSpec(memory_space=ANY),
+                          pl.BlockSpec(memory_space=VMEM)],
+                out_specs=pl.BlockSpec(memory_space=VMEM),
+                scratch_shapes=[pltpu.VMEM((128, 128), dtype),
+                                pltpu.SemaphoreType.DMA]))
+        with self.subTest(transpose_lhs=transpose_lhs, dtype=dtype.__name__):
+          out = f(x.astype(dtype), y.astype(dtype))
+          np.testing.assert_array_equal(
+              out.astype(np.float32), (x.T if transpose_lhs else x) @ y)
+
+  def test_emit_pipeline_matmul(self):   # patch 0015, on the chip
+    m, k, n, tm, tk, tn = 512, 1024, 512, 128, 256, 128
+    for dtype in (jnp.float32, jnp.bfloat16):
+      x, y = ints(5, m, k), ints(6, k, n)
+      def body(x_ref, y_ref, z_ref):
+        @pl.when(pl.program_id(2) == 0)
+        def _():
+          z_ref[...] = jnp.zeros(z_ref.shape, jnp.float32)
+        z_ref[...] += jnp.dot(x_ref[...], y_ref[...],
+                              preferred_element_type=jnp.float32)
+      def kernel(x_ref, y_ref, z_ref):
+        pltpu.emit_pipeline(
+            body, grid=(m // tm, n // tn, k // tk),
+            in_specs=[pl.BlockSpec(lambda i, j, l: (i, l), (tm, tk)),
+                      pl.BlockSpec(lambda i, j, l: (l, j), (tk, tn))],
+            out_specs=pl.BlockSpec(lambda i, j, l: (i, j), (tm, tn)),
+        )(x_ref, y_ref, z_ref)
+      spec = pl.BlockSpec(memory_space=ANY)
+      out = pl.pallas_call(
+          kernel, out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
+          in_specs=[spec, spec], out_specs=spec)(x.astype(dtype),
+                                                 y.astype(dtype))
+      with self.subTest(dtype=dtype.__name__):
+        np.testing.assert_array_equal(out, x @ y)
+
+  def test_flash_attention_of_jax_0_4_26(self):
+    from jax.experimental.pallas.ops.tpu import flash_attention as fa  # pylint: disable=g-import-not-at-top
+    shape = (2, 2, 256, 128)
+    q, k, v = (jax.random.normal(jax.random.key(i), shape, jnp.float32)
+               for i in range(3))
+    out = fa.flash_attention(q, k, v, causal=True)
+    grads = jax.grad(lambda q: fa.flash_attention(q, k, v).sum())(q)
+    with jax.default_matmul_precision("float32"):  # a reference in f32
+      ref = fa.mha_reference(q, k, v, None, causal=True)
+      ref_grads = jax.grad(lambda q: fa.mha_reference(q, k, v, None).sum())(q)
+    # The kernel's dots take bf16 passes (TPU's default precision).
+    for got, want in ((out, ref), (grads, ref_grads)):
+      self.assertLess(np.linalg.norm(got - want) / np.linalg.norm(want), 1e-2)
+
+  def test_profiler_sees_the_device(self):
+    with tempfile.TemporaryDirectory() as d:
+      with jax.profiler.trace(d):
+        jax.block_until_ready(jnp.ones((256, 256)) @ jnp.ones((256, 256)))
+      files = [f for _, _, fs in os.walk(d) for f in fs]
+      self.assertTrue(any(f.endswith(".xplane.pb") for f in files), files)
+
+
+if __name__ == "__main__":
+  absltest.main(testLoader=jtu.JaxTestLoader())
