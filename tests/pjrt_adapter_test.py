@@ -30,6 +30,7 @@ import shutil
 import subprocess
 import tempfile
 import textwrap
+import time
 
 from absl.testing import absltest
 import numpy as np
@@ -206,6 +207,33 @@ class CallbackTest(PluginTestCase):
           jax.device_put(np.arange(3), dev))
       jax.effects_barrier()
     self.assertEqual(out.getvalue(), "x=[0 1 2]\n")
+
+  def test_reading_an_array_while_a_callback_runs(self):
+    """Reading a CPU array waits in the plugin (a later plugin's buffer
+    pointer waits for the buffer) with the GIL released, so that callbacks
+    of the executions queued before it run."""
+    seen = []
+    def record(x):
+      time.sleep(0.05)
+      seen.append(int(x.sum()))
+    devices = plugin_client().local_devices()
+    for i in range(4):
+      mesh = Mesh(np.array(devices[i:i + 2]), ("x",))
+      sharding = NamedSharding(mesh, P("x"))
+      x = jax.device_put(np.arange(2) + 10 * i, sharding)
+      jax.jit(lambda x: io_callback(record, None, x, ordered=True),
+              in_shardings=sharding)(x)
+      self.assertEqual(int(x.sum()), 20 * i + 1)  # queued behind the callback
+    jax.effects_barrier()
+    self.assertEqual(seen, [1, 21, 41, 61])
+
+  def test_compiler_callbacks_are_refused(self):
+    mesh = Mesh(np.array(plugin_client().local_devices()[:2]), ("x",))
+    x = jax.device_put(np.arange(8.0), NamedSharding(mesh, P("x")))
+    f = jax.jit(lambda x: jax.debug.inspect_array_sharding(x, callback=print))
+    with self.assertRaisesRegex(NotImplementedError,
+                                "calls back into jaxlib's own XLA compiler"):
+      f(x)
 
   def test_a_failing_callback_raises_its_error(self):
     def bad(x):
