@@ -80,15 +80,16 @@ class ParamsTest(jtu.JaxTestCase):
         (False, "raise", "nan", "on_wait", None, None, False))
 
   @parameterized.parameters(
-      dict(num_cores_or_threads=2), dict(skip_floating_point_ops=True),
-      dict(buffer_bounds="padded"), dict(logging_mode=1))
+      dict(skip_floating_point_ops=True), dict(buffer_bounds="padded"),
+      dict(logging_mode=1))
   def test_what_is_not_modelled_is_refused_by_name(self, **field):
     [name] = field
     with self.assertRaisesRegex(NotImplementedError, f"InterpretParams.{name}="):
       pltpu.InterpretParams(**field)
 
   def test_bad_values(self):
-    with self.assertRaisesRegex(ValueError, "dma_execution_mode must be one of"):
+    with self.assertRaisesRegex(ValueError, "dma_execution_mode='later': must "
+                                "be one of"):
       pltpu.InterpretParams(dma_execution_mode="later")
     with self.assertRaisesRegex(ValueError, "vector_clock_size"):
       pltpu.InterpretParams(vector_clock_size=0)
@@ -345,14 +346,16 @@ class GridTest(jtu.JaxTestCase):
     def run(seed, semantics):
       points = []
       out = call(
-          kernel, grid=(4, 2),
-          out_specs=pl.BlockSpec(lambda i, j: (i, j), (4, 64)),
+          kernel, grid=(4, 2), out_shape=jax.ShapeDtypeStruct(
+              (4 * 8, 2 * 128), jnp.float32),
+          out_specs=pl.BlockSpec(lambda i, j: (i, j), (8, 128)),
           compiler_params=dict(mosaic=dict(dimension_semantics=semantics)),
           interpret=pltpu.InterpretParams(
               random_seed=seed, grid_point_recorder=lambda p, core: points.append(
                   (tuple(map(int, p)), int(core)))))
       np.testing.assert_array_equal(  # whatever the order, the same blocks
-          out[::4, ::64], np.arange(4)[:, None] * 10 + np.arange(2))
+          out[::8, ::128], np.arange(4)[:, None] * 10 + np.arange(2))
+      self.assertEqual({core for _, core in points}, {0})
       return [p for p, _ in points]
     in_order = [(i, j) for i in range(4) for j in range(2)]
     self.assertEqual(run(1, ("arbitrary", "arbitrary")), in_order)
@@ -375,6 +378,116 @@ class GridTest(jtu.JaxTestCase):
             out_specs=pl.BlockSpec(lambda i, s: (i, 0, 0), (None, 8, 128))))(
                 jnp.zeros((1,), jnp.int32))
     np.testing.assert_array_equal(out[:, 0, 0], [1, 2, 3, 4])
+
+
+class TensorCoreTest(jtu.JaxTestCase):
+  """`num_cores_or_threads`: each TensorCore has its own SMEM (scalar prefetch
+  copies), scratch and semaphores, and takes its share of the grid's leading
+  parallel dimensions, as on a megacore chip."""
+
+  def test_each_core_has_its_own_smem_and_takes_its_share(self):
+    def kernel(s_ref, o_ref):
+      s_ref[0] += 1   # the steps this core ran
+      o_ref[...] = jnp.full(o_ref.shape, s_ref[0], jnp.float32)
+    def run(cores):
+      points = []
+      out = pl.pallas_call(
+          kernel, out_shape=jax.ShapeDtypeStruct((4, 3, 8, 128), jnp.float32),
+          compiler_params=dict(mosaic=dict(
+              dimension_semantics=("parallel", "arbitrary"))),
+          interpret=pltpu.InterpretParams(
+              num_cores_or_threads=cores,
+              grid_point_recorder=lambda p, core: points.append(
+                  (tuple(map(int, p)), int(core)))),
+          grid_spec=pltpu.PrefetchScalarGridSpec(
+              num_scalar_prefetch=1, grid=(4, 3), out_specs=pl.BlockSpec(
+                  lambda i, j, s: (i, j, 0, 0), (None, None, 8, 128))))(
+                      jnp.zeros((1,), jnp.int32))
+      return out[:, :, 0, 0], points
+    out, points = run(2)
+    # Core 0 takes 2 points of the parallel dimension, in a shuffled order,
+    # and core 1 the other 2, each counting from 0.
+    self.assertEqual([core for _, core in points], [0] * 6 + [1] * 6)
+    for core in (0, 1):
+      rows = [i for (i, _), c in points if c == core][::3]
+      np.testing.assert_array_equal(out[np.array(rows)], [[1, 2, 3], [4, 5, 6]])
+    out, points = run(1)
+    self.assertEqual({core for _, core in points}, {0})
+    self.assertEqual(sorted(out.ravel().tolist()), list(range(1, 13)))
+
+  def prefetching(self, per_point, interpret):
+    """Each step waits for its block, copied from HBM, and starts the copy of
+    the next step's: from the grid's first step on (a kernel for one core),
+    or from each point of the parallel dimension on (for any)."""
+    x = np.arange(4 * 8 * 128, dtype=np.float32).reshape(2, 2, 8, 128)
+    def kernel(x_hbm, o_ref, buf, sem):
+      i, j = pl.program_id(0), pl.program_id(1)
+      copy = lambda i, j: pltpu.make_async_copy(x_hbm.at[i, j],
+                                                buf.at[j % 2], sem)
+      @pl.when((j == 0) & ((i == 0) | per_point))
+      def _():
+        copy(i, j).start()
+      @pl.when((j == 0) | ((i == 0) & (not per_point)))
+      def _():
+        copy(i + j, 1 - j).start()   # (i, 1); without per_point (1, 0) too
+      copy(i, j).wait()
+      o_ref[...] = buf[j % 2] + 1
+    return pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        compiler_params=dict(mosaic=dict(
+            dimension_semantics=("parallel", "arbitrary"))),
+        interpret=interpret, grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=0, grid=(2, 2),
+            in_specs=[pl.BlockSpec(memory_space=ANY)],
+            out_specs=pl.BlockSpec(lambda i, j: (i, j, 0, 0),
+                                   (None, None, 8, 128)),
+            scratch_shapes=[VMEM((2, 8, 128), jnp.float32), DMA]))(x)
+
+  def test_a_kernel_for_one_core_on_two(self):
+    # Core 1's first step waits for the copy that core 0's last step started
+    # (on its own semaphore): a megacore chip hangs.
+    with self.assertRaisesRegex(
+        RuntimeError, "no device can proceed: device 0 waits for 4096 bytes "
+        "on DMA semaphore sem"), self.assertWarnsRegex(
+            pltpu.InterpretWarning, "DMA semaphore sem is 4096 bytes at the "
+            "end of the kernel on core 0: DMAs never waited for"):
+      self.prefetching(False, pltpu.InterpretParams(num_cores_or_threads=2))
+    for cores in (1, 2):
+      np.testing.assert_array_equal(quiet(
+          self.prefetching, True, pltpu.InterpretParams(
+              num_cores_or_threads=cores, detect_races=True)),
+                                    np.arange(4 * 8 * 128).reshape(2, 2, 8, 128) + 1)
+
+
+class BlockShapeTest(jtu.JaxTestCase):
+  """Blocks that Mosaic does not tile: refused, in Pallas's words."""
+
+  @parameterized.named_parameters(
+      ("minor_dims", (64, 256), np.float32, (32, 64), (32, 128),
+       "the last two dimensions of your block shape are divisible by 8 and "
+       "128 respectively, or be equal to the respective dimensions of the "
+       r"overall array. Block spec for x_ref in pallas_call kernel has block "
+       r"shape \(32, 64\), array shape \(64, 256\)"),
+      ("rank_1_int8", (2048,), np.int8, (256,), (512,),
+       r"rank 1 block shapes, .* is a power of 2 and at least the tiling size "
+       r"\(512 = 128 \* \(32 // 8\)\)"))
+  def test_blocks_mosaic_does_not_tile(self, shape, dtype, bad, good, words):
+    x = (np.arange(np.prod(shape)) % 100).astype(dtype).reshape(shape)
+    def run(block, interpret):
+      spec = pl.BlockSpec(lambda *i: i, block)
+      def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...] + 1
+      return pl.pallas_call(
+          kernel, out_shape=jax.ShapeDtypeStruct(shape, dtype),
+          grid=tuple(n // b for n, b in zip(shape, block)), in_specs=[spec],
+          out_specs=spec, interpret=interpret)(x)
+    with self.assertRaisesRegex(ValueError, "The Pallas TPU lowering "
+                                "currently requires that " + words):
+      run(bad, PARAMS)
+    np.testing.assert_array_equal(quiet(run, good, RACES), x + 1)
+    # interpret=True (checks=False) runs what a TPU refuses.
+    np.testing.assert_array_equal(
+        run(bad, pltpu.InterpretParams(checks=False)), x + 1)
 
 
 class MemorySpaceAndSemaphoreTest(jtu.JaxTestCase):
@@ -458,6 +571,47 @@ class UpstreamKernelTest(jtu.JaxTestCase):
           detect_races=True, out_of_bounds_reads="uninitialized"))
       np.testing.assert_allclose(quiet(run, None), np.ones((2, 2, 128)),
                                  rtol=1e-6)
+    finally:
+      pak.pl.pallas_call = pallas_call
+      jax.clear_caches()
+
+  @parameterized.parameters(None, "kv_head", "batch")
+  def test_paged_attention_on_two_cores(self, megacore_mode):
+    # Its megacore modes give each core its own scalar prefetch copies (the
+    # step count from which it prefetches), scratch and semaphore. (With
+    # inline_seq_dim, "batch" reads the sequence length at the unadjusted
+    # batch index: wrong on any chip, fixed in jax 0.4.27.)
+    from jax.experimental.pallas.ops.tpu.paged_attention import (
+        paged_attention_kernel as pak)
+    k1, k2, k3, k4 = jax.random.split(jax.random.key(0), 4)
+    q = jax.random.normal(k1, (4, 8, 128), jnp.float32)
+    k_pages, v_pages = (jax.random.normal(k, (2, 32, 16, 128), jnp.float32)
+                        for k in (k2, k3))
+    lengths = jnp.array([16, 128, 40, 100], jnp.int32)
+    indices = jax.random.permutation(k4, 32).reshape(4, 8).astype(jnp.int32)
+    k, v = (p[:, indices].reshape(2, 4, 128, 128).transpose(1, 0, 2, 3)
+            for p in (k_pages, v_pages))
+    logits = jnp.einsum("bhgd,bhtd->bhgt", q.reshape(4, 2, 4, 128), k)
+    valid = jnp.arange(128)[None, None, None] < lengths[:, None, None, None]
+    weights = jax.nn.softmax(jnp.where(valid, logits, -jnp.inf), -1)
+    want = jnp.einsum("bhgt,bhtd->bhgd", weights, v).reshape(q.shape)
+    pallas_call = pl.pallas_call
+    def run(params):
+      jax.clear_caches()
+      pak.pl.pallas_call = lambda *args, **kwargs: pallas_call(
+          *args, **{**kwargs, "interpret": params})
+      return pak.paged_attention(
+          q, k_pages, v_pages, lengths, indices, pages_per_compute_block=2,
+          megacore_mode=megacore_mode, inline_seq_dim=megacore_mode != "batch")
+    try:
+      np.testing.assert_allclose(quiet(run, pltpu.InterpretParams(
+          num_cores_or_threads=2, detect_races=True,
+          out_of_bounds_reads="uninitialized")), want, rtol=1e-5, atol=1e-5)
+      if megacore_mode:  # on one core, core 1's share waits for its prefetch
+        with self.assertRaisesRegex(
+            RuntimeError, "no device can proceed: device 0 waits for 8192 "
+            "bytes on DMA semaphore sem"):
+          run(pltpu.InterpretParams(out_of_bounds_reads="uninitialized"))
     finally:
       pak.pl.pallas_call = pallas_call
       jax.clear_caches()

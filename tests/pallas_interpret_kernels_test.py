@@ -20,6 +20,7 @@ from __future__ import annotations
 from unittest import mock
 
 from absl.testing import absltest
+from absl.testing import parameterized
 import pytest
 import numpy as np
 
@@ -28,6 +29,7 @@ from jax import lax
 import jax.numpy as jnp
 from jax._src import test_util as jtu
 from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
 
 
 def ints(seed, *shape):
@@ -63,15 +65,21 @@ class OverhangingBlockTest(jtu.JaxTestCase):
         out_specs=pl.BlockSpec(lambda i: (i, 0), (8, 128)))(x)
     np.testing.assert_array_equal(out, x.sum(1, keepdims=True))
 
-  def test_padding_reads_as_nan(self):
-    out = interpreted(
-        lambda x_ref, o_ref: o_ref.__setitem__(..., x_ref[...].sum(
-            keepdims=True)),
-        out_shape=jax.ShapeDtypeStruct((2, 1), jnp.float32), grid=(2,),
-        in_specs=[pl.BlockSpec(lambda i: (i, 0), (6, 4))],
-        out_specs=pl.BlockSpec(lambda i: (i, 0), (1, 1)))(np.ones((10, 4),
-                                                                  np.float32))
-    np.testing.assert_array_equal(out, [[24], [np.nan]])
+  @pytest.mark.interpret_true_only("compares with interpret=True")
+  def test_padding_reads_as_uninitialized_memory(self):
+    # Rows 10 to 15 of the second block are padding: NaN, or with
+    # interpret=True (uninitialized_memory="zero") zeros.
+    def run(interpret):
+      return _pallas_call(
+          lambda x_ref, o_ref: o_ref.__setitem__(..., jnp.full(
+              o_ref.shape, x_ref[...].sum())),
+          out_shape=jax.ShapeDtypeStruct((2, 8, 128), jnp.float32), grid=(2,),
+          in_specs=[pl.BlockSpec(lambda i: (i, 0), (8, 128))],
+          out_specs=pl.BlockSpec(lambda i: (i, 0, 0), (None, 8, 128)),
+          interpret=interpret)(np.ones((10, 128), np.float32))
+    np.testing.assert_array_equal(
+        run(pltpu.InterpretParams())[:, 0, 0], [1024, np.nan])
+    np.testing.assert_array_equal(run(True)[:, 0, 0], [1024, 256])
 
 
 class GridPositionTest(jtu.JaxTestCase):
@@ -84,11 +92,11 @@ class GridPositionTest(jtu.JaxTestCase):
                               lambda: pl.num_programs(1))
       o_ref[0, 0] = lax.fori_loop(0, pl.num_programs(0), body, 0)
     out = interpreted(
-        kernel, out_shape=jax.ShapeDtypeStruct((3, 2), jnp.int32),
-        grid=(3, 2), out_specs=pl.BlockSpec(lambda i, j: (i, j), (1, 1)))()
+        kernel, out_shape=jax.ShapeDtypeStruct((3 * 8, 2 * 128), jnp.int32),
+        grid=(3, 2), out_specs=pl.BlockSpec(lambda i, j: (i, j), (8, 128)))()
     # Each of 3 steps adds 100 * i once (k == j) and 2 otherwise.
-    np.testing.assert_array_equal(out, 100 * np.arange(3)[:, None] + 4 +
-                                  np.zeros((3, 2), np.int32))
+    np.testing.assert_array_equal(out[::8, ::128], 100 * np.arange(3)[
+        :, None] + 4 + np.zeros((3, 2), np.int32))
 
 
 class LoadStoreIndexTest(jtu.JaxTestCase):
@@ -129,8 +137,12 @@ class UpstreamKernelTest(jtu.JaxTestCase):
                         atol=1e-4, rtol=1e-4)
 
   # Reads lengths_ref out of bounds: pallas_interpret_checks_test.
+  @parameterized.parameters(None, "kv_head", "batch")
   @pytest.mark.interpret_true_only("jax 0.4.26's kernel reads out of bounds")
-  def test_paged_attention_with_head_dim_128(self):
+  def test_paged_attention_with_head_dim_128(self, megacore_mode):
+    # interpret=True models two TensorCores, as the megacore modes need.
+    # (With inline_seq_dim, "batch" reads the sequence length at the
+    # unadjusted batch index: wrong on any chip, fixed in jax 0.4.27.)
     from jax.experimental.pallas.ops.tpu.paged_attention import (
         paged_attention)
     batch, heads, head_dim, page_size, pages = 2, 2, 128, 16, 4
@@ -140,7 +152,9 @@ class UpstreamKernelTest(jtu.JaxTestCase):
     lengths = jnp.array([40, 64], jnp.int32)
     indices = jnp.arange(batch * pages, dtype=jnp.int32).reshape(batch, pages)
     out = paged_attention(q, k_pages / 4, v_pages, lengths, indices,
-                          pages_per_compute_block=2)
+                          pages_per_compute_block=2,
+                          megacore_mode=megacore_mode,
+                          inline_seq_dim=megacore_mode != "batch")
     k = (k_pages / 4)[:, indices].reshape(heads, batch, -1, head_dim)
     v = v_pages[:, indices].reshape(heads, batch, -1, head_dim)
     logits = jnp.einsum("bhd,hbtd->bht", q, k)

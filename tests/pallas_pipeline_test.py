@@ -55,10 +55,6 @@ def outer_call(kernel, out_shape, *args, space=ANY, scratch_shapes=(),
           scratch_shapes=scratch_shapes))(*args)
 
 
-# interpret=True's own message for a wait that can never be satisfied (with
-# InterpretParams: "no device can proceed", pallas_interpret_checks_test).
-LEGACY_MESSAGE = "interpret=True's message"
-
 # The emitter copies the next block of an accumulator into the slot whose
 # last block is still being copied out (upstream 0.4.28's schedule does the
 # same): a race a TPU can lose, which `detect_races` reports
@@ -225,13 +221,12 @@ class CyclesAndSchedulesTest(jtu.JaxTestCase):
     x = ints(9, self.CHUNKS * self.ROWS, 128)
     np.testing.assert_array_equal(self.run_cycles(x), x + 1)
 
-  @pytest.mark.interpret_true_only(LEGACY_MESSAGE)
   def test_cycle_without_its_prefetch_is_an_error_not_a_hang(self):
     # Cycle 1 waits at its first step for the copy that only a prefetch in
     # cycle 0 would have started.
     x = ints(9, self.CHUNKS * self.ROWS, 128)
-    with self.assertRaisesRegex(RuntimeError, "dma_wait can never be "
-                                "satisfied in interpret mode"):
+    with self.assertRaisesRegex(RuntimeError, "no device can proceed: device "
+                                r"0 waits for 4096 bytes on DMA semaphore"):
       jax.block_until_ready(self.run_cycles(x, prefetch=False))
 
   @parameterized.parameters(True, False)
@@ -270,7 +265,6 @@ class CyclesAndSchedulesTest(jtu.JaxTestCase):
     want = (x + 1).reshape(self.CHUNKS, self.ROWS, 128).sum(0)
     np.testing.assert_array_equal(out, want)
 
-  @pytest.mark.interpret_true_only(LEGACY_MESSAGE)
   def test_schedule_that_waits_for_no_copy_is_an_error(self):
     schedule = dict(pltpu.get_pipeline_schedule("default"),
                     wait_in=lambda s, bref, ref: True)
@@ -281,7 +275,7 @@ class CyclesAndSchedulesTest(jtu.JaxTestCase):
           in_specs=[pl.BlockSpec(lambda i: (0, 0), (8, 128))],
           out_specs=pl.BlockSpec(lambda i: (i, 0), (8, 128)),
       )(b_ref, o_ref, schedule=[schedule, None])
-    with self.assertRaisesRegex(RuntimeError, "dma_wait can never be"):
+    with self.assertRaisesRegex(RuntimeError, "no device can proceed"):
       jax.block_until_ready(outer_call(
           kernel, jax.ShapeDtypeStruct((16, 128), jnp.float32), b))
 

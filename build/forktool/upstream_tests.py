@@ -39,8 +39,9 @@ from pathlib import Path
 from . import tree as T
 
 # How --pallas-interpret (forktool/pallas_interpret.py) reports the tests of
-# features that interpret mode lacks.
+# features that interpret mode lacks, and those that upstream's kernel fails.
 NOT_RUNNABLE = "not runnable on CPU"
+KERNEL_BUG = "a bug of upstream's kernel"
 
 _SUMMARY_RE = re.compile(r"(\d+) (passed|failed|skipped|error|errors|xfailed|"
                          r"xpassed|deselected)")
@@ -199,23 +200,27 @@ def _case_id(case: ET.Element) -> str:
 
 
 def not_runnable(junit_xml: Path) -> list[str]:
-  """`id: reason` of the cases that --pallas-interpret skipped."""
+  """`id: reason` of the cases that --pallas-interpret skipped, or expected
+  to fail (the cases of one reason on one line when they are more than 3)."""
   try:
     root = ET.parse(junit_xml).getroot()
   except (OSError, ET.ParseError):
     return []
-  out = []
+  by_reason: dict[str, list[str]] = {}
   for case in root.iter("testcase"):
     skip = case.find("skipped")
     message = "" if skip is None else skip.get("message", "")
-    if NOT_RUNNABLE in message:
-      out.append(f"{_case_id(case)}: {message}")
-  return out
+    if NOT_RUNNABLE in message or KERNEL_BUG in message:
+      by_reason.setdefault(message, []).append(_case_id(case))
+  return [line for message, ids in by_reason.items() for line in (
+      [f"{i}: {message}" for i in ids] if len(ids) <= 3 else
+      [f"{len(ids)} cases ({ids[0]}, ...): {message}"])]
 
 
 def _fmt(c: dict[str, int]) -> str:
   return (f"{c['passed']} passed, {c['failed']} failed, "
-          f"{c['skipped']} skipped, {c['error']} errors")
+          f"{c['skipped']} skipped, {c['error']} errors" +
+          (f", {c['xfailed']} expected to fail" if c.get("xfailed") else ""))
 
 
 def _installed(python: str, env: dict[str, str], cwd: str) -> str:
