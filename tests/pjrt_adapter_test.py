@@ -24,13 +24,18 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import io
+import os
 from pathlib import Path
 import shutil
 import subprocess
 import tempfile
+import sys
 import textwrap
+import threading
 import time
+import weakref
 
 from absl.testing import absltest
 import numpy as np
@@ -58,11 +63,9 @@ NAME = "adapter_test_cpu"  # the plugin's name in jaxlib
 @functools.lru_cache(maxsize=None)
 def plugin_client():
   """A client of the plugin, 8 devices, next to the built-in backend."""
-  c_api = pjrt_adapter.load_plugin(NAME, plugin_path())
+  c_api = pjrt_adapter.load(NAME, library_path=plugin_path())
   assert c_api is not None
-  xla_client.initialize_pjrt_plugin(NAME)
-  client = xla_client.make_c_api_client(NAME, {"cpu_device_count": 8}, None)
-  return pjrt_adapter.adopt(NAME, client)
+  return pjrt_adapter.make_client(NAME, {"cpu_device_count": 8})
 
 
 def on_both(f, *args):
@@ -227,6 +230,44 @@ class CallbackTest(PluginTestCase):
     jax.effects_barrier()
     self.assertEqual(seen, [1, 21, 41, 61])
 
+  def test_a_callback_lives_while_its_execution_runs(self):
+    """The program is gone (its executable collected) before the execution
+    that calls back has run; the callback still answers."""
+    release = threading.Event()
+    def slow(x):
+      release.wait(10)
+      return x + 1
+    dev = plugin_client().local_devices()[0]
+    f = jax.jit(lambda x: jax.pure_callback(slow, x, x))
+    out = f(jax.device_put(np.arange(3.0), dev))
+    del f
+    jax.clear_caches()
+    gc.collect()
+    release.set()
+    np.testing.assert_array_equal(out, np.arange(3.0) + 1)
+
+  def test_a_callback_is_released_with_its_program(self):
+    dev = plugin_client().local_devices()[0]
+    x = jax.device_put(np.arange(3.0), dev)
+    f = jax.jit(lambda x: jax.pure_callback(lambda v: v * 2, x, x))
+    np.testing.assert_array_equal(f(x), np.arange(3.0) * 2)
+    hosts = [weakref.ref(h) for h in pjrt_adapter._callbacks.values()]
+    self.assertNotEmpty(hosts)
+    del f
+    jax.clear_caches()
+    for _ in range(50):  # the pin of the last execution is let go
+      gc.collect()
+      if not any(h() for h in hosts):
+        break
+      time.sleep(0.1)
+    self.assertEqual([h for h in hosts if h()], [])
+
+  def test_the_plugins_version_is_reported(self):
+    client = plugin_client()
+    version = xla_bridge.backend_pjrt_c_api_version(client)
+    self.assertEqual(version, pjrt_adapter.plugin_version(client))
+    self.assertGreater(version, (0, 47))
+
   def test_compiler_callbacks_are_refused(self):
     mesh = Mesh(np.array(plugin_client().local_devices()[:2]), ("x",))
     x = jax.device_put(np.arange(8.0), NamedSharding(mesh, P("x")))
@@ -315,15 +356,44 @@ class CompileOptionsTest(jtu.JaxTestCase):
         .xla_detailed_logging)
     options.env_option_overrides = [("xla_cpu_enable_fast_math", False)]
     data = pjrt_adapter._options(options)
-    build = [b for n, _, b in pjrt_adapter._fields(data) if n == 3]
+    build, debug = [], []
+    pjrt_adapter._edit(data, {3: build.append})
     self.assertLen(build, 1)
-    self.assertNotIn(3, [n for n, _, _ in pjrt_adapter._fields(build[0])])
+    pjrt_adapter._edit(build[0], {3: debug.append})
+    self.assertEqual(debug, [])
     parsed = xla_client.CompileOptions.ParseFromString(data)
     self.assertCountEqual(
         parsed.env_option_overrides,
         [("xla_cpu_enable_fast_math", False),
          ("xla_detailed_logging", not xla_client.CompileOptions()
           .executable_build_options.debug_options.xla_detailed_logging)])
+
+
+class RenumberTest(jtu.JaxTestCase):
+  """Optimized HLO comes back with ids jaxlib 0.4.26 reads."""
+
+  def test_ids_above_int_max_become_intervals(self):
+    v, pb = pjrt_adapter._varint, lambda n, b: (
+        pjrt_adapter._varint(n << 3 | 2) + pjrt_adapter._varint(len(b)) + b)
+    def instruction(id_, *operands):
+      return pb(2, pjrt_adapter._varint(35 << 3) + v(id_) + (
+          pb(36, b"".join(v(o) for o in operands)) if operands else b""))
+    big = lambda c, i: (c << 32) | i
+    comp1 = instruction(big(1, 0)) + instruction(big(1, 2), big(1, 0))
+    comp7 = instruction(big(7, 0)) + instruction(big(7, 1), big(7, 0), big(1, 2))
+    module = (pb(3, comp7 + pjrt_adapter._varint(6 << 3) + v(big(7, 1))) +
+              pb(3, comp1))
+    ids, operands, roots = [], [], []
+    new = pjrt_adapter._renumbered(module)
+    pjrt_adapter._edit(new, {3: lambda c: pjrt_adapter._edit(c, {
+        2: lambda i: pjrt_adapter._edit(i, {35: ids.append,
+                                            36: operands.append}),
+        6: roots.append})})
+    # computation 1 holds ids 0..2, computation 7 ids 3..4
+    self.assertEqual(ids, [3, 4, 0, 2])
+    self.assertEqual(roots, [4])
+    self.assertEqual(operands, [v(3) + v(2), v(0)])
+    self.assertEqual(pjrt_adapter._renumbered(new), new)  # small ids stay
 
 
 _FAKE = textwrap.dedent("""
@@ -359,7 +429,7 @@ class PluginErrorTest(jtu.JaxTestCase):
 
   def assertRefused(self, path, *patterns):
     with self.assertRaises(pjrt_adapter.PluginError) as cm:
-      pjrt_adapter.load_plugin("fake", path)
+      pjrt_adapter.load("fake", library_path=path)
     for pattern in patterns:
       self.assertRegex(str(cm.exception), pattern)
 
@@ -388,20 +458,22 @@ class PluginErrorTest(jtu.JaxTestCase):
     # jaxlib's to report, as upstream does (its tests mock the loader)
     with self.assertRaisesRegex(xla_client.XlaRuntimeError,
                                 "Failed to open /nonexistent/plugin.so"):
-      pjrt_adapter.load_plugin("fake", "/nonexistent/plugin.so")
+      pjrt_adapter.load("fake", library_path="/nonexistent/plugin.so")
 
   def test_no_c_compiler(self):
+    source = Path(pjrt_adapter.__file__).with_name("pjrt_adapter.c")
     with tempfile.TemporaryDirectory() as cache, \
-        jtu.set_env(XDG_CACHE_HOME=cache, CC=None, PATH=cache):
+        jtu.set_env(CC=None, PATH=cache):
+      library = Path(cache) / "jax-fork" / "a.so"
       with self.assertRaisesRegex(pjrt_adapter.PluginError,
                                   r"no C compiler found .*\$CC"):
-        pjrt_adapter._native.__wrapped__()
+        pjrt_adapter._cached(source, library)
       with jtu.set_env(CC="/bin/false"), self.assertRaisesRegex(
           pjrt_adapter.PluginError, "/bin/false failed to build"):
-        pjrt_adapter._native.__wrapped__()
+        pjrt_adapter._cached(source, library)
       with jtu.set_env(CC="/nonexistent/cc"), self.assertRaisesRegex(
           pjrt_adapter.PluginError, "/nonexistent/cc could not run"):
-        pjrt_adapter._native.__wrapped__()
+        pjrt_adapter._cached(source, library)
 
   def test_the_error_reaches_backend_initialization(self):
     name = "fake_major_1"
@@ -412,11 +484,113 @@ class PluginErrorTest(jtu.JaxTestCase):
       factory()
 
   def test_a_newer_fake_is_served(self):
-    c_api = pjrt_adapter.load_plugin("fake_0_90", fake_plugin(0, 90))
+    c_api = pjrt_adapter.load("fake_0_90", library_path=fake_plugin(0, 90))
     self.assertEqual(pjrt_adapter._plugins["fake_0_90"].version, (0, 90))
     # The same table again (as a jax_plugins module's capsule) is served by
     # the same adapter.
     self.assertIsNotNone(c_api)
+
+
+class CacheTest(jtu.JaxTestCase):
+  """The native half is loaded from a cache only if it is the user's alone;
+  anything else there, and a file that does not load, is rebuilt."""
+
+  def setUp(self):
+    super().setUp()
+    if not (shutil.which("cc") or shutil.which("gcc")):
+      self.skipTest("no C compiler")
+    self.source = Path(pjrt_adapter.__file__).with_name("pjrt_adapter.c")
+    self.folder = Path(self.create_tempdir().full_path) / "jax-fork"
+    self.library = self.folder / "pjrt_adapter-test.so"
+
+  def cached(self):
+    lib = pjrt_adapter._cached(self.source, self.library)
+    self.assertTrue(hasattr(lib, "jax_pjrt_adapter_new"))
+    return lib
+
+  def plant(self, text=b"planted"):
+    self.folder.mkdir(mode=0o700, exist_ok=True)
+    self.library.write_bytes(text)
+
+  def test_built_private_and_reused(self):
+    self.cached()
+    self.assertEqual(self.folder.stat().st_mode & 0o777, 0o700)
+    self.assertFalse(self.library.stat().st_mode & 0o022)
+    inode = self.library.stat().st_ino
+    self.cached()
+    self.assertEqual(self.library.stat().st_ino, inode)  # not rebuilt
+
+  def test_a_corrupt_file_is_rebuilt(self):
+    self.plant(b"\x7fELF not really")
+    self.cached()
+    self.assertNotEqual(self.library.read_bytes()[:16], b"\x7fELF not really")
+
+  def test_a_file_others_may_write_is_rebuilt(self):
+    self.cached()
+    good = self.library.read_bytes()
+    self.library.chmod(0o666)
+    self.cached()
+    self.assertFalse(self.library.stat().st_mode & 0o022)
+    self.assertEqual(self.library.read_bytes(), good)
+
+  def test_a_link_is_not_followed(self):
+    other = Path(self.create_tempdir().full_path) / "other.so"
+    pjrt_adapter._compile(self.source, other)
+    self.folder.mkdir(mode=0o700)
+    self.library.symlink_to(other)
+    self.cached()
+    self.assertFalse(self.library.is_symlink())
+
+  def test_a_folder_others_may_write_is_not_used(self):
+    self.plant()
+    self.folder.chmod(0o777)
+    self.cached()  # built and loaded in a private temporary folder
+    self.assertEqual(self.library.read_bytes(), b"planted")  # left alone
+
+
+class TpuRuntimeTest(jtu.JaxTestCase):
+  """What a process sees of a TPU runtime JAX finds (in a fresh process each,
+  since the backends are chosen once)."""
+
+  def run_jax(self, env, code="print(jax.devices()[0].platform)"):
+    env = {k: v for k, v in {**os.environ, **env}.items() if v is not None}
+    return subprocess.run(
+        [sys.executable, "-c", "import os, jax\n" + code], env=env,
+        capture_output=True, text=True, timeout=120)
+
+  def test_a_runtime_the_fork_cannot_serve_is_a_warning(self):
+    path = fake_plugin(1, 2)
+    run = self.run_jax({"TPU_LIBRARY_PATH": path, "JAX_PLATFORMS": None},
+                       "import logging; logging.basicConfig()\n"
+                       "print(jax.devices()[0].platform)")
+    self.assertEqual(run.returncode, 0, run.stderr)
+    self.assertEqual(run.stdout.strip(), "cpu")
+    self.assertRegex(run.stderr, "WARNING:.*Unable to initialize backend 'tpu'")
+    for words in (path, "speaks PJRT C API 1.2", "jaxlib 0.4.26 speaks 0.47",
+                  "use a release of the plugin built for PJRT C API 0.x"):
+      self.assertIn(words, run.stderr)
+    self.assertNotIn("libtpu is not installed", run.stderr)
+    run = self.run_jax({"TPU_LIBRARY_PATH": path, "JAX_PLATFORMS": "tpu"})
+    self.assertNotEqual(run.returncode, 0)
+    self.assertIn("speaks PJRT C API 1.2", run.stderr)
+
+  def test_libtpu_on_a_machine_without_a_tpu(self):
+    """As today's JAX: the runtime is not sent to the cloud's metadata server
+    for a TPU that is not there, and JAX_PLATFORMS is left to the user."""
+    if xla_bridge.hardware_utils.num_available_tpu_chips_and_device_id()[0]:
+      self.skipTest("this machine has a TPU")
+    site = Path(self.create_tempdir().full_path)
+    (site / "libtpu").mkdir()
+    (site / "libtpu" / "__init__.py").write_text(
+        f"def get_library_path():\n  return {fake_plugin(1, 2)!r}\n"
+        "def configure_library_path():\n  pass\n")
+    run = self.run_jax(
+        {"PYTHONPATH": f"{site}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+         "JAX_PLATFORMS": None, "TPU_SKIP_MDS_QUERY": None},
+        "print(jax.devices()[0].platform, os.environ.get('TPU_SKIP_MDS_QUERY'),"
+        " os.environ.get('JAX_PLATFORMS'))")
+    self.assertEqual(run.returncode, 0, run.stderr)
+    self.assertEqual(run.stdout.split(), ["cpu", "1", "None"])
 
 
 class MosaicTest(jtu.JaxTestCase):
