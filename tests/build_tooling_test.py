@@ -14,7 +14,11 @@
 """Tests of the fork's build tooling (build/fork.py and build/forktool)."""
 from __future__ import annotations
 
+import ctypes
+import hashlib
 import os
+import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -27,6 +31,7 @@ from absl.testing import absltest
 
 from forktool import backend as B
 from forktool import fulltree as FT
+from forktool import native as N
 from forktool import patches as P
 from forktool import tree as T
 from forktool import upstream as U
@@ -451,7 +456,11 @@ class WheelTest(ToolingTestCase):
     w2 = W.build_from_series(self.tmp / "b", PATCHES)
     self.assertEqual(w1.name, w2.name)
     self.assertEqual(w1.read_bytes(), w2.read_bytes())
-    self.assertRegex(w1.name, r"^jax-0\.4\.26\+fork\d+-py3-none-any\.whl$")
+    # With the PJRT adapter's native half (a C compiler is here: CI has
+    # one), which needs nothing newer than manylinux2014's glibc 2.17.
+    arch = platform.machine()
+    self.assertRegex(w1.name, r"^jax-0\.4\.26\+fork\d+-py3-none-"
+                     rf"manylinux_2_17_{arch}\.manylinux2014_{arch}\.whl$")
 
   def test_wheel_metadata_pins_jaxlib_and_installs_and_imports(self):
     whl = W.build_from_series(self.tmp / "w", PATCHES)
@@ -488,6 +497,139 @@ class WheelTest(ToolingTestCase):
     self.assertEqual(total, "6.0")
 
 
+class NativeHalfTest(ToolingTestCase):
+  """The PJRT adapter's native half in the wheel (forktool/native.py)."""
+
+  def build(self, name: str, **env: str) -> tuple[Path, str]:
+    """A wheel by `fork.py wheel` with `env`; its path and the CLI's stderr."""
+    r = run_cli("wheel", "--out", str(self.tmp / name),
+                env={**os.environ, **env})
+    self.assertEqual(r.returncode, 0, r.stderr)
+    (whl,) = (self.tmp / name).glob("*.whl")
+    return whl, r.stderr
+
+  def test_wheel_carries_the_native_half_named_for_its_c_source(self):
+    whl, log = self.build("w")
+    with zipfile.ZipFile(whl) as zf:
+      source = zf.read(N.SOURCE)
+      name = ("jax/_src/pjrt_adapter-"
+              f"{hashlib.sha256(source).hexdigest()[:16]}.so")
+      library = zf.read(name)
+      info = zf.read(next(n for n in zf.namelist()
+                          if n.endswith(".dist-info/WHEEL"))).decode()
+      record = zf.read(next(n for n in zf.namelist()
+                            if n.endswith(".dist-info/RECORD"))).decode()
+    self.assertIn(f"jax-fork: built the PJRT adapter's native half {name}",
+                  log)
+    self.assertIn(f"\n{name},sha256=", "\n" + record)
+    arch = platform.machine()
+    self.assertIn("Root-Is-Purelib: false\n", info)
+    self.assertIn(f"Tag: py3-none-manylinux_2_17_{arch}\n"
+                  f"Tag: py3-none-manylinux2014_{arch}\n", info)
+    so = self.tmp / name.rsplit("/", 1)[1]
+    so.write_bytes(library)
+    # What the manylinux tag claims, read by binutils rather than by us.
+    if shutil.which("objdump") is None:
+      self.fail("no objdump (binutils comes with the C compiler)")
+    dump = subprocess.run(["objdump", "-p", "-T", str(so)], check=True,
+                          capture_output=True, text=True).stdout
+    versions = {tuple(map(int, v.split(".")))
+                for v in re.findall(r"GLIBC_([0-9.]+)", dump)}
+    self.assertTrue(versions)
+    self.assertLessEqual(max(versions), (2, 17))
+    self.assertEqual({n for n in re.findall(r"NEEDED\s+(\S+)", dump)
+                      if not n.startswith("ld-")}, {"libc.so.6"})  # any Python
+    # Reproducible: no build folder in the library.
+    self.assertNotIn(tempfile.gettempdir().encode(), library)
+    lib = ctypes.CDLL(str(so))
+    self.assertTrue(hasattr(lib, "jax_pjrt_adapter_new"))
+
+  def test_without_a_working_compiler_the_wheel_is_pure_and_says_so(self):
+    cases = {
+        "missing": ({"CC": str(self.tmp / "no-such-cc")},
+                    f"$CC names '{self.tmp / 'no-such-cc'}', which is not "
+                    "found"),
+        "failing": ({"CC": "false"}, "$CC (false) failed to compile "
+                    "jax/_src/pjrt_adapter.c"),
+    }
+    for case, (env, why) in cases.items():
+      with self.subTest(case):
+        whl, log = self.build(case, **env)
+        self.assertRegex(whl.name, r"-py3-none-any\.whl$")
+        self.assertIn(f"jax-fork: {why}", log)
+        self.assertIn("the wheel does not carry the PJRT adapter's native "
+                      "half (jax/_src/pjrt_adapter-", log)
+        with zipfile.ZipFile(whl) as zf:
+          self.assertEqual([n for n in zf.namelist() if n.endswith(".so")],
+                           [])
+          self.assertIn("Root-Is-Purelib: true\nTag: py3-none-any\n",
+                        zf.read(next(n for n in zf.namelist()
+                                     if n.endswith("WHEEL"))).decode())
+
+  def test_no_cc_on_path_and_no_cc_variable_is_no_compiler(self):
+    empty = self.tmp / "bin"
+    empty.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "CC"}
+    with mock.patch.dict(os.environ, {**env, "PATH": str(empty)}, clear=True):
+      self.assertEqual(N.find_compiler()[0], None)
+      (empty / "cc").symlink_to(shutil.which("cc", path=os.defpath) or
+                                "/usr/bin/cc")
+      self.assertEqual(N.find_compiler()[0], [str(empty / "cc")])
+    with mock.patch.dict(os.environ, {"CC": "cc  -O1"}):   # as a shell splits
+      self.assertEqual(N.find_compiler()[0], ["cc", "-O1"])
+
+  def stub_libm(self, version: str) -> Path:
+    """A library that needs `stub` at `version` from a library named as
+    manylinux's libm.so.6 (a stub built here): what a glibc newer than the
+    policy's gives a library built against it."""
+    d = self.tmp / version
+    d.mkdir()
+    (d / "stub.c").write_text("int stub(void) { return 1; }\n")
+    (d / "v.map").write_text(f"{version} {{ global: stub; local: *; }};\n")
+    (d / "user.c").write_text("int stub(void);\n"
+                              "int user(void) { return stub(); }\n")
+    cc = N.find_compiler()[0]
+    subprocess.run([*cc, "-shared", "-fPIC", "-o", "libm.so.6", "stub.c",
+                    "-Wl,-soname,libm.so.6", "-Wl,--version-script=v.map"],
+                   cwd=d, check=True)
+    subprocess.run([*cc, "-shared", "-fPIC", "-o", "user.so", "user.c",
+                    "-L.", "-l:libm.so.6"], cwd=d, check=True)
+    return d / "user.so"
+
+  def test_manylinux_only_where_the_library_needs_glibc_2_17_at_most(self):
+    arch = platform.machine()
+    ok = self.stub_libm("GLIBC_2.17").read_bytes()
+    info = N.read_elf(ok)
+    self.assertIn(("libm.so.6", "GLIBC_2.17"), info.versions)
+    self.assertIn("libm.so.6", info.needed)
+    self.assertEqual(N.platform_tags(ok),
+                     (f"manylinux_2_17_{arch}", f"manylinux2014_{arch}"))
+    self.assertEqual(
+        N.platform_tags(self.stub_libm("GLIBC_2.18").read_bytes()),
+        (f"linux_{arch}",))
+    self.assertEqual(
+        N.platform_tags(self.stub_libm("FOO_1.0").read_bytes()),
+        (f"linux_{arch}",))
+
+  def test_a_library_outside_the_policy_gets_the_plain_tag(self):
+    arch = platform.machine()
+    d = self.tmp / "lib"
+    d.mkdir()
+    (d / "foo.c").write_text("int foo(void) { return 1; }\n")
+    (d / "user.c").write_text("int foo(void);\n"
+                              "int user(void) { return foo(); }\n")
+    cc = N.find_compiler()[0]
+    subprocess.run([*cc, "-shared", "-fPIC", "-o", "libfoo.so", "foo.c",
+                    "-Wl,-soname,libfoo.so"], cwd=d, check=True)
+    subprocess.run([*cc, "-shared", "-fPIC", "-o", "user.so", "user.c",
+                    "-L.", "-lfoo"], cwd=d, check=True)
+    self.assertIn("libfoo.so", N.read_elf((d / "user.so").read_bytes()).needed)
+    self.assertEqual(N.platform_tags((d / "user.so").read_bytes()),
+                     (f"linux_{arch}",))
+    with self.assertRaisesRegex(ValueError, "not an ELF file"):
+      N.read_elf(b"MZ\x90\x00")
+
+
 class InstalledForkTest(ToolingTestCase):
 
   def test_installed_jax_is_the_patched_one(self):
@@ -505,6 +647,9 @@ class InstalledForkTest(ToolingTestCase):
                   and "__pycache__" not in p.parts}
     up_files = {p.relative_to(pristine / "jax").as_posix()
                 for p in (pristine / "jax").rglob("*") if p.is_file()}
+    # The PJRT adapter's native half, built from the series' C source, is
+    # in the package where the wheel carries one (forktool/native.py).
+    inst_files.discard(N.library_path((patched / N.SOURCE).read_bytes())[4:])
     for rel in inst_files | up_files:
       a, b = installed / rel, pristine / "jax" / rel
       if not (a.exists() and b.exists()) or a.read_bytes() != b.read_bytes():
@@ -712,7 +857,10 @@ class FullTreeTest(ToolingTestCase):
     self.assertTrue(text.endswith("* Changes\n  * upstream's entry\n"))
 
   def test_pip_wheel_of_the_tree_has_the_files_of_our_wheel(self):
-    ours = W.build_from_series(self.tmp / "ours", PATCHES)
+    # Upstream's setup.py packages the adapter's C source, not its native
+    # half: the tree's wheel is ours where no C compiler is (pure Python).
+    with mock.patch.dict(os.environ, {"CC": str(self.tmp / "no-cc")}):
+      ours = W.build_from_series(self.tmp / "ours", PATCHES)
     work = self.tmp / "tree"
     shutil.copytree(self.out, work, symlinks=True)
     r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
@@ -754,6 +902,16 @@ class FullTreeTest(ToolingTestCase):
     py.chmod(0o755)
     self.assertEqual(FT.differing_from_installed(self.out, PATCHES, str(py)),
                      [])
+    # The native half of the tree's C source (our wheel's) is the tree's;
+    # one of another source is not.
+    native = N.library_path((self.out / N.SOURCE).read_bytes())
+    (site / native).write_bytes(b"\x7fELF")
+    self.assertEqual(FT.differing_from_installed(self.out, PATCHES, str(py)),
+                     [])
+    (site / native).rename(site / N.library_path(b"older source"))
+    self.assertEqual(FT.differing_from_installed(self.out, PATCHES, str(py)),
+                     [N.library_path(b"older source")])
+    (site / N.library_path(b"older source")).unlink()
     # A file that `import jax` does not import, which the series patches.
     patched = next(path for name in P.read_series(PATCHES)
                    for path in P.read_patch(PATCHES / name).touched_paths()

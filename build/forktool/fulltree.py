@@ -17,7 +17,10 @@ The registry's sdist holds only the `jax` package.  This builds a git
 repository laid out exactly like upstream's at a tag (`jax`, `jaxlib`,
 `tests`, `build`, `WORKSPACE`, `third_party`, ...), on which upstream's
 `build/build.py` builds jaxlib with bazel, `pip wheel .` builds the fork's
-`jax` wheel and upstream's tests run against the installed fork.
+`jax` wheel and upstream's tests run against the installed fork.  That wheel
+(upstream's setup.py) carries the PJRT adapter's C source but not its native
+half: it is the pure wheel `build/fork.py wheel` builds where there is no C
+compiler, whose fork compiles that half on first use.
 
 History of the result (branch `main`):
 
@@ -43,6 +46,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from . import native as N
 from . import patches as P
 from . import tree as T
 from . import upstream as U
@@ -222,21 +226,27 @@ def build(dest: Path, jax_repo: Path, patches_dir: Path, tag: str = DEFAULT_TAG,
 def differing_from_installed(tree: Path, patches_dir: Path,
                              python: str) -> list[str]:
   """What keeps the `jax` package that `python` imports from being the
-  tree's: its files that the tree's `jax/` lacks or holds other bytes of,
-  and the series' `jax/` files it lacks.  (The tree also holds files that
-  upstream does not package: BUILD files, jax2tf's examples, ...)"""
+  tree's: its files that the tree's `jax/` lacks or holds other bytes of
+  (but the PJRT adapter's native half built from the tree's C source, which
+  our wheel carries: `native.py`), and the series' `jax/` files it lacks.
+  (The tree also holds files that upstream does not package: BUILD files,
+  jax2tf's examples, ...)"""
   proc = subprocess.run(
       [python, "-c", "import jax, os; print(os.path.dirname(jax.__file__))"],
       capture_output=True, text=True, cwd=tempfile.gettempdir())
   if proc.returncode != 0:
     raise T.TreeError(f"{python} cannot import jax: {proc.stderr.strip()}")
   installed = Path(proc.stdout.strip())
+  source = tree / N.SOURCE
+  # The native half our wheel builds from the tree's C source (native.py).
+  native = N.library_path(source.read_bytes()) if source.is_file() else None
   out = []
   for p in sorted(installed.rglob("*")):
     rel = p.relative_to(installed).as_posix()
-    if p.is_file() and "__pycache__" not in p.parts and not (
-        (tree / "jax" / rel).is_file()
-        and (tree / "jax" / rel).read_bytes() == p.read_bytes()):
+    if p.is_file() and "__pycache__" not in p.parts and \
+        f"jax/{rel}" != native and not (
+            (tree / "jax" / rel).is_file()
+            and (tree / "jax" / rel).read_bytes() == p.read_bytes()):
       out.append(f"jax/{rel}")
   out += sorted({path for name in P.read_series(patches_dir)
                  for path in P.read_patch(patches_dir / name).touched_paths()

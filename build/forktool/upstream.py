@@ -151,14 +151,14 @@ def pip_download_sdist(name: str, version: str, dest: Path, *,
 
 
 def _pip_download(pin: Pin, dest: Path) -> Path:
-  _log(f"fetching {pin.sdist_name} with pip download")
+  log(f"fetching {pin.sdist_name} with pip download")
   try:
     return pip_download_sdist(pin.name, pin.version, dest)
   except UpstreamError as e:
     raise UpstreamError(_no_sdist_message(pin, str(e))) from None
 
 
-def _log(msg: str) -> None:
+def log(msg: str) -> None:
   # Frontends show a backend's stderr (pip with -v, `python -m build`, uv).
   print(f"jax-fork: {msg}", file=sys.stderr, flush=True)
 
@@ -182,19 +182,19 @@ def get_sdist(pin: Pin, local: str | os.PathLike | None = None) -> Path:
     if not path.is_file():
       raise UpstreamError(f"local sdist {path} does not exist")
     verify(path, pin)
-    _log(f"using {path}: sha256 {pin.sha256} verified")
+    log(f"using {path}: sha256 {pin.sha256} verified")
     return path
   cached = cache_dir() / pin.sdist_name
   if cached.is_file():
     if sha256_of(cached) == pin.sha256:
-      _log(f"using cached {cached}: sha256 {pin.sha256} verified")
+      log(f"using cached {cached}: sha256 {pin.sha256} verified")
       return cached
     cached.unlink()   # a corrupt or foreign file; fetch again
   cached.parent.mkdir(parents=True, exist_ok=True)
   with tempfile.TemporaryDirectory(dir=cached.parent) as tmp:
     got = _pip_download(pin, Path(tmp))
     verify(got, pin)
-    _log(f"verified {pin.sdist_name}: sha256 {pin.sha256}")
+    log(f"verified {pin.sdist_name}: sha256 {pin.sha256}")
     os.replace(got, cached)
   return cached
 

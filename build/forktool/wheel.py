@@ -11,11 +11,16 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""A reproducible pure-Python wheel of the patched tree.
+"""A reproducible wheel of the patched tree.
+
+Pure Python but for the PJRT adapter's native half, which the wheel carries
+where the build machine can compile it (`native.build`); the wheel is then
+tagged for that platform (`py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64`
+on x86-64 Linux), else it is `py3-none-any`.
 
 Reproducible: entries are sorted, timestamps fixed, permissions normalized and
-the compression level fixed, so two builds from the same inputs are
-byte-identical.
+the compression level fixed, so two builds from the same inputs (and the same
+C compiler) are byte-identical.
 """
 from __future__ import annotations
 
@@ -26,13 +31,13 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from . import native as N
 from . import patches as P
 from . import upstream as U
 
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
-_WHEEL_TAG = "py3-none-any"
 _PACKAGE_SUFFIXES = (".py", ".pyi", ".typed",
-                     # The C half of jax/_src/pjrt_adapter.py, built on first use.
+                     # The C half of jax/_src/pjrt_adapter.py (native.py).
                      ".c",
                      # Assets of jax/_src/jaxpr_dump_assets (the HTML view).
                      ".html", ".css", ".js")
@@ -149,12 +154,17 @@ def build_wheel(tree: Path, out_dir: Path, pin: U.Pin,
   entries: list[tuple[str, bytes]] = []
   for p in package_files(tree):
     entries.append((p.relative_to(tree).as_posix(), p.read_bytes()))
+  native = N.build(tree)
+  platforms = ("any",) if native is None else native.platform_tags
+  if native is not None:
+    entries.append((native.path, native.data))
   entries.append((f"{dist_info}/METADATA",
                   metadata(pin, version, upstream_pkg_info,
                            readme_text(tree)).encode("utf-8")))
   entries.append((f"{dist_info}/WHEEL", (
-      "Wheel-Version: 1.0\nGenerator: jax-fork-build\nRoot-Is-Purelib: true\n"
-      f"Tag: {_WHEEL_TAG}\n").encode()))
+      "Wheel-Version: 1.0\nGenerator: jax-fork-build\n"
+      f"Root-Is-Purelib: {'true' if native is None else 'false'}\n" +
+      "".join(f"Tag: py3-none-{p}\n" for p in platforms)).encode()))
   entries.append((f"{dist_info}/top_level.txt", b"jax\n"))
   for lic in ("LICENSE", "AUTHORS"):   # where upstream's wheel has them
     if (tree / lic).exists():
@@ -164,7 +174,8 @@ def build_wheel(tree: Path, out_dir: Path, pin: U.Pin,
   record += f"{dist_info}/RECORD,,\n"
   entries.append((f"{dist_info}/RECORD", record.encode()))
   out_dir.mkdir(parents=True, exist_ok=True)
-  wheel = out_dir / f"jax-{version}-{_WHEEL_TAG}.whl"
+  # The compressed tag set (PEP 425): py3-none-PLAT1.PLAT2.
+  wheel = out_dir / f"jax-{version}-py3-none-{'.'.join(platforms)}.whl"
   tmp = wheel.with_suffix(".tmp")
   with zipfile.ZipFile(tmp, "w") as zf:
     for name, data in entries:
