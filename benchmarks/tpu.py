@@ -14,26 +14,62 @@
 """The fork on a TPU against another JAX on the same chip, in one run.
 
     python benchmarks/tpu.py --baseline-pythonpath DIR [--rounds 2]
+    python benchmarks/tpu.py --smoke      # the fork alone, tiny sizes, CPU
 
 Each round runs a worker process with the fork (this interpreter's jax)
 and one with the baseline (the jax that DIR on PYTHONPATH gives, e.g. the
-machine's own), one at a time, since one process at a time holds the chip;
-it prints each worker's figures and their ratios (fork / baseline) per round:
+machine's own), one at a time, since one process at a time holds the chip,
+the fork first in even rounds and the baseline first in odd ones; it prints
+each worker's figures and their ratios (fork / baseline, of each figure as
+named: above 1 is the fork slower for a time, faster for a rate) per round,
+then a table of all rounds. Each worker, in this order:
 
-- an 8192^3 bf16 matmul (f32 accumulation; `--matmul N` for N^3), TFLOP/s;
-- a tiny jitted call (x + 1 on a scalar), wall time per call, waited for;
-- the fork's only: the refactored `emit_pipeline` (patch 0015) 2048^3 bf16
-  matmul, TFLOP/s, and its time over XLA's dot of the same operands.
+- `warmup_*`: `jit(x + 1)` on a scalar, its lowering and compile (the
+  process's first: one-time costs land here, not on the cases below);
+- `mlp24_*`: `value_and_grad` of a 24-layer bf16 MLP (`--mlp-width`,
+  `--mlp-batch`), lowering (tracing included) and compile timed apart;
+- `train_*`: a transformer training step (`--layers` pre-norm layers of
+  causal multi-head attention and a GELU MLP, bf16 parameters and
+  activations, f32 softmax, norms and loss; `value_and_grad` of the
+  next-token cross-entropy and an Adam update written with
+  `jax.tree_util`): lowering, compile, the first call after compiling
+  (waited for), and `--batches` batches of `--steps` steps each, per step;
+- `matmul_async_*`: an 8192^3 bf16 matmul (f32 accumulation; `--matmul N`)
+  compiled, then at once `--batches` batches of 10 calls dispatched
+  asynchronously, each batch waited for at its end: TFLOP/s per batch;
+- `matmul_tflops`: the same matmul, the median of 5 batches of 20 calls
+  after a warm call;
+- `tiny_call_us`: the tiny jitted call, waited for each time;
+- on a TPU, the fork's only: the refactored `emit_pipeline` (patch 0015)
+  2048^3 bf16 matmul, TFLOP/s, and its time over XLA's dot of the same
+  operands.
+
+Every program is called through its `Compiled` object (`jit(f).lower(...)
+.compile()`), on both sides the same way. The code runs under jax 0.4.26
+and today's jax alike.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
 import sys
 import time
+
+# Sizes: the chip's, and --smoke's (seconds on a CPU).
+SIZES = {
+    "chip": dict(matmul=8192, layers=4, d_model=1024, heads=8, seq=1024,
+                 batch=8, vocab=8192, mlp_width=4096, mlp_batch=2048,
+                 steps=10, batches=4, tiny_reps=1000, matmul_reps=20),
+    "smoke": dict(matmul=128, layers=2, d_model=64, heads=4, seq=32,
+                  batch=2, vocab=128, mlp_width=64, mlp_batch=16,
+                  steps=3, batches=3, tiny_reps=50, matmul_reps=3),
+}
+MLP_LAYERS = 24
+ASYNC_CALLS = 10
 
 
 def _timed(f, *args, reps, wait_each=False):
@@ -53,15 +89,165 @@ def _timed(f, *args, reps, wait_each=False):
   return statistics.median(times)
 
 
-def worker(with_pipeline: bool, n: int) -> dict[str, float]:
+def _lower_compile(f, *args):
+  """(compiled, lowering seconds, compile seconds) of jit(f) at args."""
+  import jax  # pylint: disable=g-import-not-at-top
+  t0 = time.perf_counter()
+  lowered = jax.jit(f).lower(*args)
+  t1 = time.perf_counter()
+  compiled = lowered.compile()
+  return compiled, t1 - t0, time.perf_counter() - t1
+
+
+def mlp24(s) -> dict[str, float]:
+  """Lowering and compile of a 24-layer bf16 MLP's value_and_grad."""
   import jax  # pylint: disable=g-import-not-at-top
   import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
-  x = jnp.ones((n, n), jnp.bfloat16)
-  dot = jax.jit(lambda a, b: jnp.dot(a, b, preferred_element_type=jnp.float32))
-  out = {"jax": jax.__version__,
-         "matmul_tflops": 2 * n**3 / _timed(dot, x, x, reps=20) / 1e12}
-  tiny = jax.jit(lambda v: v + 1)
-  out["tiny_call_us"] = _timed(tiny, jnp.float32(1), reps=1000,
+  w, b = s["mlp_width"], s["mlp_batch"]
+
+  def loss(weights, x):
+    for wi in weights:
+      x = jax.nn.gelu(jnp.dot(x, wi))
+    return jnp.mean(jnp.square(x.astype(jnp.float32)))
+
+  weights = [jax.ShapeDtypeStruct((w, w), jnp.bfloat16)] * MLP_LAYERS
+  x = jax.ShapeDtypeStruct((b, w), jnp.bfloat16)
+  _, lower_s, compile_s = _lower_compile(jax.value_and_grad(loss), weights, x)
+  return {"mlp24_lower_s": lower_s, "mlp24_compile_s": compile_s}
+
+
+def transformer(s) -> dict[str, object]:
+  """A transformer training step: lowering, compile, first call, steps."""
+  import jax  # pylint: disable=g-import-not-at-top
+  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  tree_map = jax.tree_util.tree_map
+  bf16, f32 = jnp.bfloat16, jnp.float32
+  d, h, n, b, v = (s["d_model"], s["heads"], s["seq"], s["batch"],
+                   s["vocab"])
+  dh = d // h
+
+  rng = np.random.default_rng(0)  # the same numbers on both sides
+
+  def dense(shape):
+    return jnp.asarray(rng.standard_normal(shape, np.float32) /
+                       math.sqrt(shape[0]), bf16)
+
+  params = {
+      "embed": dense((v, d)),
+      "unembed": dense((d, v)),
+      "norm": jnp.ones((d,), bf16),
+      "layers": [{"qkv": dense((d, 3 * d)),
+                  "out": dense((d, d)),
+                  "up": dense((d, 4 * d)),
+                  "down": dense((4 * d, d)),
+                  "norm1": jnp.ones((d,), bf16),
+                  "norm2": jnp.ones((d,), bf16)}
+                 for _ in range(s["layers"])],
+  }
+  opt = {"m": tree_map(lambda p: jnp.zeros(p.shape, f32), params),
+         "v": tree_map(lambda p: jnp.zeros(p.shape, f32), params),
+         "count": jnp.zeros((), jnp.int32)}
+  tokens = jnp.asarray(rng.integers(0, v, (b, n + 1)), jnp.int32)
+  inputs, targets = tokens[:, :-1], tokens[:, 1:]
+
+  def norm(x, g):
+    x = x.astype(f32)
+    x = x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + 1e-6)
+    return (x * g.astype(f32)).astype(bf16)
+
+  causal = jnp.tril(jnp.ones((n, n), jnp.bool_))
+
+  def attention(p, x):
+    q, k, val = jnp.split(jnp.dot(x, p["qkv"]), 3, axis=-1)
+    q, k, val = (a.reshape(b, n, h, dh) for a in (q, k, val))
+    logits = jnp.einsum("bqhd,bkhd->bhqk", q, k,
+                        preferred_element_type=f32) / math.sqrt(dh)
+    logits = jnp.where(causal, logits, jnp.finfo(f32).min)
+    probs = jnp.exp(logits - jnp.max(logits, axis=-1, keepdims=True))
+    probs = (probs / jnp.sum(probs, axis=-1, keepdims=True)).astype(bf16)
+    out = jnp.einsum("bhqk,bkhd->bqhd", probs, val).reshape(b, n, d)
+    return jnp.dot(out, p["out"])
+
+  def loss_fn(params, inputs, targets):
+    x = params["embed"][inputs]
+    for p in params["layers"]:
+      x = x + attention(p, norm(x, p["norm1"]))
+      x = x + jnp.dot(jax.nn.gelu(jnp.dot(norm(x, p["norm2"]), p["up"])),
+                      p["down"])
+    logits = jnp.dot(norm(x, params["norm"]), params["unembed"],
+                     preferred_element_type=f32)
+    top = jnp.max(logits, axis=-1, keepdims=True)
+    lse = jnp.log(jnp.sum(jnp.exp(logits - top), axis=-1)) + top[..., 0]
+    picked = jnp.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
+    return jnp.mean(lse - picked)
+
+  def step(params, opt, inputs, targets):
+    loss, grads = jax.value_and_grad(loss_fn)(params, inputs, targets)
+    b1, b2, lr, eps = 0.9, 0.95, 1e-4, 1e-8
+    count = opt["count"] + 1
+    m = tree_map(lambda m, g: b1 * m + (1 - b1) * g.astype(f32), opt["m"],
+                 grads)
+    vv = tree_map(lambda v, g: b2 * v + (1 - b2) * jnp.square(g.astype(f32)),
+                  opt["v"], grads)
+    c1 = 1 - b1 ** count.astype(f32)
+    c2 = 1 - b2 ** count.astype(f32)
+    params = tree_map(
+        lambda p, m, v: (p.astype(f32) - lr * (m / c1) /
+                         (jnp.sqrt(v / c2) + eps)).astype(p.dtype),
+        params, m, vv)
+    return params, {"m": m, "v": vv, "count": count}, loss
+
+  jax.block_until_ready((params, opt, inputs, targets))
+  compiled, lower_s, compile_s = _lower_compile(step, params, opt, inputs,
+                                                targets)
+  t0 = time.perf_counter()
+  params, opt, loss = jax.block_until_ready(
+      compiled(params, opt, inputs, targets))
+  first_s = time.perf_counter() - t0
+  step_ms = []
+  for _ in range(s["batches"]):
+    t0 = time.perf_counter()
+    for _ in range(s["steps"]):
+      params, opt, loss = compiled(params, opt, inputs, targets)
+    jax.block_until_ready((params, opt, loss))
+    step_ms.append((time.perf_counter() - t0) / s["steps"] * 1e3)
+  return {"train_lower_s": lower_s, "train_compile_s": compile_s,
+          "train_first_s": first_s, "train_step_ms": step_ms,
+          "train_step_ms_later": statistics.median(step_ms[1:] or step_ms),
+          "train_loss": float(loss)}
+
+
+def worker(s, with_pipeline: bool) -> dict[str, object]:
+  import jax  # pylint: disable=g-import-not-at-top
+  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+  out: dict[str, object] = {"jax": jax.__version__,
+                            "backend": jax.default_backend()}
+  one = jnp.float32(1)
+  tiny, out["warmup_lower_s"], out["warmup_compile_s"] = _lower_compile(
+      lambda v: v + 1, one)
+  jax.block_until_ready(tiny(one))
+  out.update(mlp24(s))
+  out.update(transformer(s))
+
+  n = s["matmul"]
+  x = jax.block_until_ready(jnp.ones((n, n), jnp.bfloat16))
+  dot, _, _ = _lower_compile(
+      lambda a, b: jnp.dot(a, b, preferred_element_type=jnp.float32), x, x)
+  rates = []
+  for _ in range(s["batches"]):
+    t0 = time.perf_counter()
+    for _ in range(ASYNC_CALLS):
+      y = dot(x, x)
+    jax.block_until_ready(y)
+    rates.append(2 * n**3 * ASYNC_CALLS / (time.perf_counter() - t0) / 1e12)
+  del y
+  out["matmul_async_tflops"] = rates
+  out["matmul_async_first_tflops"] = rates[0]
+  out["matmul_async_later_tflops"] = statistics.median(rates[1:] or rates)
+  out["matmul_tflops"] = 2 * n**3 / _timed(dot, x, x,
+                                           reps=s["matmul_reps"]) / 1e12
+  out["tiny_call_us"] = _timed(tiny, one, reps=s["tiny_reps"],
                                wait_each=True) * 1e6
   if with_pipeline and jax.default_backend() == "tpu":
     out.update(pipeline())
@@ -112,34 +298,100 @@ def pipeline() -> dict[str, float]:
           "pipeline_max_abs_error_vs_xla": error}
 
 
+# The figures compared per round, in the order printed.
+COMPARED = ("warmup_compile_s", "mlp24_lower_s", "mlp24_compile_s",
+            "train_lower_s", "train_compile_s", "train_first_s",
+            "train_step_ms", "train_step_ms_later", "matmul_async_tflops",
+            "matmul_async_first_tflops", "matmul_async_later_tflops",
+            "matmul_tflops", "tiny_call_us")
+
+
+def _fmt(x) -> str:
+  if isinstance(x, list):
+    return "[" + ", ".join(_fmt(v) for v in x) + "]"
+  return f"{x:.4g}" if isinstance(x, float) else str(x)
+
+
+def _ratio(f, b):
+  if isinstance(f, list):
+    return [x / y for x, y in zip(f, b)]
+  return f / b
+
+
 def main():
   p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  p.add_argument("--baseline-pythonpath", required=True)
-  p.add_argument("--rounds", type=int, default=2)
-  p.add_argument("--matmul", type=int, default=8192, help="its size")
-  p.add_argument("--worker", choices=["fork", "baseline"])
+  p.add_argument("--baseline-pythonpath", default=None,
+                 help="PYTHONPATH that gives the baseline jax (required "
+                      "unless --smoke)")
+  p.add_argument("--rounds", type=int, default=None,
+                 help="default 2 (1 with --smoke)")
+  p.add_argument("--smoke", action="store_true",
+                 help="tiny sizes on the CPU (JAX_PLATFORMS=cpu), one round, "
+                      "the fork alone unless --baseline-pythonpath is given")
+  for name, value in SIZES["chip"].items():
+    p.add_argument("--" + name.replace("_", "-"), type=int, default=None,
+                   help=f"default {value} ({SIZES['smoke'][name]} with "
+                        "--smoke)")
+  p.add_argument("--worker-timeout", type=int, default=240,
+                 help="seconds a worker may take (default 240)")
+  p.add_argument("--worker", choices=["fork", "baseline"],
+                 help=argparse.SUPPRESS)
   args = p.parse_args()
+  sizes = dict(SIZES["smoke" if args.smoke else "chip"])
+  sizes.update({k: getattr(args, k) for k in sizes
+                if getattr(args, k) is not None})
   if args.worker:
-    print(json.dumps(worker(args.worker == "fork", args.matmul)))
+    print(json.dumps(worker(sizes, args.worker == "fork")))
     return
-  envs = {"fork": dict(os.environ),
-          "baseline": dict(os.environ, PYTHONPATH=args.baseline_pythonpath)}
-  for r in range(args.rounds):
+  if not args.smoke and not args.baseline_pythonpath:
+    p.error("--baseline-pythonpath is required (or --smoke)")
+  base_env = dict(os.environ)
+  if args.smoke:
+    base_env["JAX_PLATFORMS"] = "cpu"
+  envs = {"fork": base_env}
+  if args.baseline_pythonpath:
+    envs["baseline"] = dict(base_env, PYTHONPATH=args.baseline_pythonpath)
+  rounds = args.rounds or (1 if args.smoke else 2)
+  size_args = [a for k, v in sizes.items()
+               for a in ("--" + k.replace("_", "-"), str(v))]
+  print(f"sizes: {json.dumps(sizes)}", flush=True)
+  start = time.perf_counter()
+  history = []
+  for r in range(rounds):
     results = {}
-    for name, env in envs.items():
-      proc = subprocess.run([sys.executable, __file__, "--worker", name,
-                             "--baseline-pythonpath", "-",
-                             "--matmul", str(args.matmul)], env=env,
-                            capture_output=True, text=True, check=False)
+    order = list(envs) if r % 2 == 0 else list(envs)[::-1]
+    for name in order:
+      t0 = time.perf_counter()
+      try:
+        proc = subprocess.run(
+            [sys.executable, __file__, "--worker", name, *size_args],
+            env=envs[name], capture_output=True, text=True, check=False,
+            timeout=args.worker_timeout)
+      except subprocess.TimeoutExpired:
+        sys.exit(f"{name} worker ran past {args.worker_timeout} s")
       if proc.returncode:
         sys.exit(f"{name} worker failed:\n{proc.stderr[-3000:]}")
       results[name] = json.loads(proc.stdout.strip().splitlines()[-1])
-      print(f"round {r} {name}: {results[name]}", flush=True)
-    f, b = results["fork"], results["baseline"]
-    print(f"round {r}: matmul TFLOP/s fork/baseline "
-          f"{f['matmul_tflops'] / b['matmul_tflops']:.3f}; tiny call time "
-          f"fork/baseline {f['tiny_call_us'] / b['tiny_call_us']:.3f}",
-          flush=True)
+      print(f"round {r} {name} ({time.perf_counter() - t0:.0f} s): " +
+            ", ".join(f"{k} {_fmt(v)}" for k, v in results[name].items()),
+            flush=True)
+    history.append(results)
+    if "baseline" in results:
+      f, b = results["fork"], results["baseline"]
+      print(f"round {r} fork/baseline: " + ", ".join(
+          f"{k} {_fmt(_ratio(f[k], b[k]))}" for k in COMPARED), flush=True)
+  if len(envs) == 2:
+    print("\n| figure | fork | baseline | fork / baseline |")
+    print("| --- | --- | --- | --- |")
+    for k in COMPARED:
+      fs = [h["fork"][k] for h in history]
+      bs = [h["baseline"][k] for h in history]
+      print(f"| `{k}` | {'; '.join(_fmt(x) for x in fs)} | "
+            f"{'; '.join(_fmt(x) for x in bs)} | "
+            f"{'; '.join(_fmt(_ratio(x, y)) for x, y in zip(fs, bs))} |")
+    print(f"\njax: fork {history[0]['fork']['jax']}, baseline "
+          f"{history[0]['baseline']['jax']}")
+  print(f"total {time.perf_counter() - start:.0f} s", flush=True)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@
   python build/fork.py record-status                    # rebases/ vs patches/
   python build/fork.py wheel [--out dist]               # reproducible wheel
   python build/fork.py upstream-tests --jax-repo PATH lax_test shard_map_test
+  python build/fork.py upstream-tests --set tpu --export .tpu/upstream-tests
   python build/fork.py tree --jax-repo PATH [--tag jax-v0.4.26] [--dir OUT]
   (--jax-repo: a jax-ml/jax clone or git bundle; default $JAX_UPSTREAM_REPO)
 """

@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 from unittest import mock
@@ -52,11 +53,13 @@ def run_cli(*args: str, env: dict[str, str] | None = None):
 
 def python_with_this_jax(path: Path, **env: str) -> str:
   """An interpreter wrapper that sees the jax this test runs with (installed,
-  or a tree on PYTHONPATH, which the upstream test runner drops)."""
+  or a tree on PYTHONPATH, which the upstream test runner drops), after
+  what the runner puts on PYTHONPATH (its pytest plugins)."""
   import jax
   site = Path(jax.__file__).resolve().parents[1]
   extra = "".join(f"{k}={v} " for k, v in env.items())
-  path.write_text(f"#!/bin/sh\nPYTHONPATH={site} {extra}"
+  path.write_text(f"#!/bin/sh\nPYTHONPATH=${{PYTHONPATH:+$PYTHONPATH:}}{site} "
+                  f"{extra}"
                   f"exec {sys.executable} \"$@\"\n")
   path.chmod(0o755)
   return str(path)
@@ -1088,6 +1091,180 @@ class UpstreamCompareTest(ToolingTestCase):
                 "--python", py, "tiny_test")
     self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
     self.assertIn("does not exist", r.stderr)
+
+
+class UpstreamOnDeviceTest(ToolingTestCase):
+  """The options of the check on a TPU machine (chipcheck/upstream_suites.sh):
+  --export/--tests-dir, --recheck-on-cpu, --timeout/--budget, --summary,
+  --keep-pythonpath, and --hypothesis-max-examples on any backend."""
+
+  def make_repo(self, **files: str) -> Path:
+    """A repository whose tag jax-v0.4.26 holds tests/PATH.py per file
+    (PATH may name a folder: `pallas/x_test`, given as `pallas__x_test`)."""
+    work = self.tmp / "work"
+    for name, text in files.items():
+      path = work / "tests" / (name.replace("__", "/") + ".py")
+      path.parent.mkdir(parents=True, exist_ok=True)
+      path.write_text(text)
+    commit_and_tag(work, "jax-v0.4.26")
+    return work
+
+  def test_tpu_set_has_the_suites_of_issue_49_once_each(self):
+    tpu = UT.SETS["tpu"]
+    self.assertEqual(len(tpu), len(set(tpu)))
+    for name in ("lax_test", "lax_autodiff_test", "lax_numpy_test",
+                 "lax_numpy_indexing_test", "lax_control_flow_test",
+                 "random_test", "api_test", "pjit_test", "shard_map_test",
+                 "checkify_test", "python_callback_test",
+                 "debugging_primitives_test", "pallas/pallas_call_tpu_test",
+                 "pallas/splash_attention_kernel_test",
+                 "pallas/paged_attention_kernel_test", "pallas/gmm_test",
+                 "pallas/all_gather_test"):
+      self.assertIn(name, tpu)
+    # chipcheck/upstream_suites.sh gives the same files, in the same order,
+    # their own time limits.
+    script = (REPO / "chipcheck" / "upstream_suites.sh").read_text()
+    listed = script.split("files=(\n", 1)[1].split(")", 1)[0].split()
+    self.assertEqual(tuple(n.partition(":")[0] for n in listed), tpu)
+    self.assertTrue(all(n.partition(":")[2].isdigit() for n in listed))
+
+  def test_export_lays_out_files_that_run_without_the_sources(self):
+    work = self.make_repo(
+        tiny_test="def test_ok():\n  pass\n",
+        other_test="def test_not_exported():\n  pass\n",
+        pallas__conftest="",
+        pallas__kernel_test="def test_kernel():\n  pass\n")
+    # A configuration above the exported folder (as the project's own
+    # pyproject.toml above .tpu/) must not apply to the run.
+    (self.tmp / "pyproject.toml").write_text(
+        "[tool.pytest.ini_options]\npython_functions = ['nothing_*']\n")
+    out = self.tmp / "exported"
+    r = run_cli("upstream-tests", "--jax-repo", str(work), "--export",
+                str(out), "tiny_test", "pallas/kernel_test")
+    self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+    self.assertEqual(
+        sorted(str(p.relative_to(out)) for p in out.rglob("*")
+               if p.is_file()),
+        ["TAG", "pytest.ini", "tests/pallas/conftest.py",
+         "tests/pallas/kernel_test.py", "tests/tiny_test.py"])
+    self.assertEqual((out / "TAG").read_text(), "jax-v0.4.26\n")
+    r = run_cli("upstream-tests", "--jax-repo", str(work), "--export",
+                str(self.tmp / "x"), "missing_test")
+    self.assertNotEqual(r.returncode, 0)
+    self.assertIn("tests/missing_test.py", r.stdout + r.stderr)
+    py = python_with_this_jax(self.tmp / "py")
+    r = run_cli("upstream-tests", "--tests-dir", str(out), "--python", py,
+                "--log-dir", str(self.tmp / "logs"), "tiny_test",
+                "pallas/kernel_test",
+                env=dict(os.environ, **{T.JAX_REPO_ENV: ""}))
+    self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+    self.assertIn("upstream tests at jax-v0.4.26", r.stdout)
+    self.assertIn("tiny_test: 1 passed, 0 failed", r.stdout)
+    self.assertIn("pallas/kernel_test: 1 passed, 0 failed", r.stdout)
+
+  def test_recheck_on_cpu_reruns_the_failures_on_the_cpu_backend(self):
+    work = self.make_repo(dev_test=(
+        "import os, pytest\n"
+        "def setup_function(f):\n"   # which tests ran where
+        "  with open(os.environ['RAN_LOG'], 'a') as log:\n"
+        "    log.write(f\"{os.environ.get('JAX_PLATFORMS')} {f.__name__}\\n\")\n"
+        "def on_cpu():\n"
+        "  return os.environ.get('JAX_PLATFORMS') == 'cpu'\n"
+        "def test_fails_off_cpu():\n"
+        "  assert on_cpu()\n"
+        "def test_fails_everywhere():\n"
+        "  assert False\n"
+        "def test_skipped_on_cpu():\n"
+        "  if on_cpu():\n"
+        "    pytest.skip('Only works on TPU')\n"
+        "  assert False\n"
+        "def test_passes():\n"
+        "  pass\n"))
+    ran = self.tmp / "ran.log"
+    summary = self.tmp / "out" / "summary.txt"
+    env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
+    env["RAN_LOG"] = str(ran)
+    r = run_cli("upstream-tests", "--jax-repo", str(work), "--python",
+                python_with_this_jax(self.tmp / "py"), "--recheck-on-cpu",
+                "--summary", str(summary), "--log-dir", str(self.tmp / "logs"),
+                "dev_test", env=env)
+    self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+    self.assertIn("dev_test: 1 passed, 3 failed, 0 skipped, 0 errors | "
+                  "1 of its failures also fail on CPU", r.stdout)
+    failures = [l.strip() for l in r.stdout.splitlines() if "failure:" in l]
+    self.assertEqual(failures, [
+        "failure: dev_test.py::test_fails_everywhere (fails on CPU too)",
+        "failure: dev_test.py::test_fails_off_cpu (passes on CPU)",
+        "failure: dev_test.py::test_skipped_on_cpu (skipped on CPU)"])
+    self.assertEqual(sorted(l for l in ran.read_text().splitlines()
+                            if l.startswith("cpu")),
+                     ["cpu test_fails_everywhere", "cpu test_fails_off_cpu",
+                      "cpu test_skipped_on_cpu"])
+    self.assertEqual(summary.read_text(), r.stdout)
+    r = run_cli("upstream-tests", "--jax-repo", str(work), "--recheck-on-cpu",
+                "--recheck", sys.executable, "dev_test")
+    self.assertNotEqual(r.returncode, 0)
+    self.assertIn("exclude each other", r.stderr)
+
+  def test_time_limits_and_budget_report_what_ran(self):
+    work = self.make_repo(slow_test=(
+        "import time\n"
+        "def test_a():\n  pass\n"
+        "def test_b():\n  assert False\n"
+        "def test_c():\n  time.sleep(120)\n"
+        "def test_d():\n  pass\n"), after_test="def test_ok():\n  pass\n")
+    py = python_with_this_jax(self.tmp / "py")
+    # A file's own limit (NAME:SECONDS) before --timeout; then the budget.
+    for args, after in ((["--timeout", "60", "slow_test:6", "after_test"],
+                         "after_test: 1 passed, 0 failed"),
+                        (["--timeout", "60", "--budget", "12", "slow_test",
+                          "after_test"],
+                         "after_test: not run, the budget of 12 s is spent")):
+      t0 = time.monotonic()
+      r = run_cli("upstream-tests", "--jax-repo", str(work), "--python", py,
+                  "--log-dir", str(self.tmp / "logs"), *args)
+      self.assertLess(time.monotonic() - t0, 60)
+      self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+      self.assertIn("slow_test: 1 passed, 1 failed, 0 skipped, 0 errors, cut "
+                    "short with 2 of 4 run", r.stdout)
+      self.assertIn("failure: slow_test.py::test_b", r.stdout)
+      self.assertIn("slow_test.py cut short at its time limit", r.stdout)
+      self.assertIn(after, r.stdout)
+
+  def test_keep_pythonpath_keeps_it(self):
+    import jax
+    site = str(Path(jax.__file__).resolve().parents[1])
+    marker = self.tmp / "marker"
+    marker.mkdir()
+    work = self.make_repo(path_test=(
+        "import os, sys\n"
+        "def test_path():\n"
+        f"  assert {str(marker)!r} in sys.path\n"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([site, str(marker)]))
+    for args, rc in (([], 1), (["--keep-pythonpath"], 0)):
+      r = run_cli("upstream-tests", "--jax-repo", str(work), *args,
+                  "--log-dir", str(self.tmp / "logs"), "path_test", env=env)
+      self.assertEqual(r.returncode, rc, r.stdout + r.stderr)
+
+  def test_hypothesis_max_examples_without_interpret_mode(self):
+    work = self.make_repo(prop_test=(
+        "import os\n"
+        "import hypothesis as hp\n"
+        "import hypothesis.strategies as hps\n"
+        "@hp.settings(max_examples=30, database=None)\n"
+        "@hp.given(hps.integers())\n"
+        "def test_examples(i):\n"
+        "  with open(os.environ['RAN_LOG'], 'a') as log:\n"
+        "    log.write(f'{i}\\n')\n"))
+    py = python_with_this_jax(self.tmp / "py")
+    for args, most in (([], 30), (["--hypothesis-max-examples", "1"], 1)):
+      ran = self.tmp / f"ran{len(args)}.log"
+      r = run_cli("upstream-tests", "--jax-repo", str(work), "--python", py,
+                  *args, "--log-dir", str(self.tmp / "logs"), "prop_test",
+                  env=dict(os.environ, RAN_LOG=str(ran)))
+      self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+      self.assertEqual(len(ran.read_text().splitlines()) <= 1, most == 1,
+                       ran.read_text())
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ import os
 
 import pytest
 
+from forktool.results_stream import cap_hypothesis
 from forktool.upstream_tests import KERNEL_BUG
 from forktool.upstream_tests import NOT_RUNNABLE
 
@@ -147,19 +148,7 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(pytest.mark.xfail(
             reason=f"{KERNEL_BUG}: {reason}", strict=True))
   if cap := os.environ.get("JAX_FORK_HYPOTHESIS_MAX_EXAMPLES"):
-    for item in items:
-      # `hypothesis.given` keeps the settings in force when it decorated the
-      # test (the file's profile) on its wrapper, which reads them from
-      # itself; other decorators (`parameterized`) wrap it and copy them.
-      test = getattr(getattr(item, "obj", None), "__func__",
-                     getattr(item, "obj", None))
-      while test is not None:
-        settings = getattr(test, "_hypothesis_internal_use_settings", None)
-        if settings is not None:
-          test._hypothesis_internal_use_settings = type(settings)(
-              settings, max_examples=min(settings.max_examples, int(cap)),
-              phases=tuple(p for p in settings.phases if p.name != "shrink"))
-        test = getattr(test, "__wrapped__", None)
+    cap_hypothesis(items, int(cap))
 
 
 # Errors of CPU's own limits, by exception type and message.

@@ -20,15 +20,21 @@ the fork carries) against the fork.  `--compare PYTHON` runs the same files,
 with the same options, on a second interpreter (an upstream install) and
 reports the counts of both and only the failures that are new on the fork,
 by test id; `--recheck PYTHON` reruns there only the tests that failed on the
-fork, to the same end, in a fraction of the time.  A file in which no test
-passed did not run: it fails the run.
+fork, to the same end, in a fraction of the time; `--recheck-on-cpu` reruns
+them with the same interpreter on the built-in CPU backend (for a run on an
+accelerator).  A file in which no test passed did not run: it fails the run.
+`--export DIR` lays the named files out in DIR for a machine without the
+sources (a TPU machine), where `--tests-dir DIR` runs them.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -36,6 +42,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from . import results_stream
 from . import tree as T
 
 # How --pallas-interpret (forktool/pallas_interpret.py) reports the tests of
@@ -67,11 +74,39 @@ SETS: dict[str, tuple[str, ...]] = {
     # What CI runs on every change (.ci/upstream-suites), at a few cases.
     "ci": ("lax_test", "shard_map_test", "checkify_test",
            "lax_numpy_indexing_test", "lax_autodiff_test"),
+    # The check on a TPU (chipcheck/upstream_suites.sh, in this order: the
+    # most telling and the quickest first): the suites of issue 49 and
+    # 0.4.26's Pallas TPU files (pallas_test is GPU-only there;
+    # all_gather_test needs more than one chip).
+    "tpu": ("lax_test", "pallas/pallas_call_tpu_test", "lax_autodiff_test",
+            "lax_numpy_indexing_test", "python_callback_test",
+            "debugging_primitives_test", "pjit_test", "random_test",
+            "pallas/splash_attention_kernel_test",
+            "pallas/paged_attention_kernel_test", "pallas/gmm_test",
+            "pallas/indexing_test", "pallas/ops_test", "checkify_test",
+            "lax_numpy_test", "api_test", "lax_control_flow_test",
+            "shard_map_test", "pallas/splash_attention_mask_test",
+            "pallas/all_gather_test"),
 }
+
+# What --export writes beside the files: the run's own pytest configuration,
+# so that no configuration of a folder above applies.
+EXPORT_INI = "[pytest]\n"
+EXPORT_TAG = "TAG"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-  T.add_jax_repo_argument(p)
+  p.add_argument("--jax-repo", default=os.environ.get(T.JAX_REPO_ENV),
+                 help="jax-ml/jax's sources: a git clone (bare or not) or a "
+                      f"git bundle, with its release tags (default "
+                      f"${T.JAX_REPO_ENV}; not needed with --tests-dir)")
+  p.add_argument("--export", metavar="DIR", default=None,
+                 help="write the named test files at --tag to DIR/tests/ "
+                      "(with a pytest.ini and the tag) and run nothing: for "
+                      "a machine without the sources")
+  p.add_argument("--tests-dir", metavar="DIR", default=None,
+                 help="run the files that --export laid out in DIR, "
+                      "instead of extracting them")
   p.add_argument("--tag", default="jax-v0.4.26",
                  help="upstream tag whose tests/ to run (default jax-v0.4.26; "
                       "a later tag runs upstream's later tests)")
@@ -121,9 +156,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                       "interpret mode sums in XLA CPU's order)")
   p.add_argument("--hypothesis-max-examples", type=int, default=None,
                  metavar="N",
-                 help="with --pallas-interpret: at most N hypothesis examples "
-                      "per test, a failing one not shrunk (the kernel test "
-                      "files' own profiles ask for 10 to 50)")
+                 help="at most N hypothesis examples per test, a failing one "
+                      "not shrunk (the Pallas kernel test files' own "
+                      "profiles ask for 10 to 50)")
+  p.add_argument("--recheck-on-cpu", action="store_true",
+                 help="rerun the tests that fail with this interpreter and "
+                      "JAX_PLATFORMS=cpu (the built-in CPU backend) and say "
+                      "which fail there too (for a run on an accelerator)")
+  p.add_argument("--keep-pythonpath", action="store_true",
+                 help="keep $PYTHONPATH for the runs (where the jax under "
+                      "test is on it, as on the TPU machine)")
+  p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                 help="stop a file's run (and its recheck's) after SECONDS "
+                      "and report what it had done")
+  p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                 help="start no file after SECONDS from the start, and cut "
+                      "each run at what is left")
+  p.add_argument("--summary", metavar="FILE", default=None,
+                 help="also append the report (per-file counts, failing "
+                      "test ids) to FILE")
   p.add_argument("--pjrt-plugin", metavar="PATH", default=None,
                  help="run the fork on this PJRT CPU plugin (a .so) as its "
                       "only backend, with --devices devices; --recheck and "
@@ -135,7 +186,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                       "of which must run)")
   p.add_argument("tests", nargs="*",
                  help="test file names, e.g. lax_test shard_map_test "
-                      "pallas/pallas_test")
+                      "pallas/pallas_test; NAME:SECONDS gives a file its own "
+                      "time limit (else --timeout)")
 
 
 def selected_tests(names: list[str], sets: list[str]) -> list[str]:
@@ -159,6 +211,27 @@ def extract_tests(repo: Path, tag: str, dest: Path) -> Path:
   return dest / "tests"
 
 
+def export_tests(repo: Path, tag: str, names: list[str], dest: Path) -> None:
+  """Writes tests/NAME.py at `tag` for each name (and the conftest.py or
+  __init__.py files of their folders, if any) under `dest`, with a
+  pytest.ini and the tag in TAG."""
+  listed = T.git(repo, "ls-tree", "-r", "--name-only", tag, "--", "tests",
+                 git_dir=True).decode().splitlines()
+  wanted = [f"tests/{n}.py" for n in names]
+  missing = [w for w in wanted if w not in listed]
+  if missing:
+    raise SystemExit(f"error: not at {tag}: {', '.join(missing)}")
+  folders = {str(Path(w).parent) for w in wanted}
+  wanted += [f for f in listed if Path(f).name in ("conftest.py", "__init__.py")
+             and str(Path(f).parent) in folders]
+  for rel in wanted:
+    out = dest / rel
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(T.git(repo, "show", f"{tag}:{rel}", git_dir=True))
+  (dest / "pytest.ini").write_text(EXPORT_INI)
+  (dest / EXPORT_TAG).write_text(tag + "\n")
+
+
 def parse_summary(text: str) -> dict[str, int]:
   counts = {"passed": 0, "failed": 0, "skipped": 0, "error": 0}
   for line in reversed(text.splitlines()):
@@ -171,19 +244,17 @@ def parse_summary(text: str) -> dict[str, int]:
   return counts
 
 
-def failed_ids(junit_xml: Path) -> set[str]:
-  """Ids (`file.py::Class::test`) of the failed or erroring test cases."""
-  if not junit_xml.exists():
-    return set()
+def outcomes(junit_xml: Path) -> dict[str, str]:
+  """{id (`file.py::Class::test`): failed|error|skipped|passed} of a run."""
   try:
     root = ET.parse(junit_xml).getroot()
-  except ET.ParseError:
-    return set()
-  out = set()
+  except (OSError, ET.ParseError):
+    return {}
+  out = {}
   for case in root.iter("testcase"):
-    if case.find("failure") is None and case.find("error") is None:
-      continue
-    out.add(_case_id(case))
+    kind = next((k for k in ("failure", "error", "skipped")
+                 if case.find(k) is not None), "passed")
+    out[_case_id(case)] = {"failure": "failed"}.get(kind, kind)
   return out
 
 
@@ -233,10 +304,33 @@ def _installed(python: str, env: dict[str, str], cwd: str) -> str:
   return proc.stdout.strip()
 
 
+@dataclasses.dataclass
+class Run:
+  counts: dict[str, int]
+  outcomes: dict[str, str]   # by test id
+  rc: int
+  timed_out: bool = False
+  collected: int | None = None
+
+  @property
+  def failed(self) -> set[str]:
+    return {i for i, o in self.outcomes.items() if o in ("failed", "error")}
+
+
+def _stream_id(nodeid: str) -> str:
+  # pytest's `[...]/tests/dir/file.py::Class::test` -> `dir/file.py::...`
+  path, sep, rest = nodeid.partition("::")
+  return path.rpartition("tests/")[2] + sep + rest
+
+
 def run_file(python: str, targets: list[str], args, env: dict[str, str],
-             cwd: str, log: Path) -> tuple[dict[str, int], set[str], int]:
-  """Runs pytest on `targets` (a file, or test ids) with `python`."""
+             cwd: str, log: Path, timeout: float | None = None) -> Run:
+  """Runs pytest on `targets` (a file, or test ids) with `python`; cut at
+  `timeout` seconds, it reports what the run had done."""
   junit = log.with_suffix(".xml")
+  stream = log.with_suffix(".jsonl")
+  for f in (junit, stream):
+    f.unlink(missing_ok=True)
   cmd = [python, "-m", "pytest", *targets, "-q", "-p", "no:cacheprovider",
          "-o", "addopts=", f"--junitxml={junit}"]
   if args.keyword:
@@ -245,42 +339,129 @@ def run_file(python: str, targets: list[str], args, env: dict[str, str],
     cmd += ["-n", str(args.workers)]
   if args.pallas_interpret:
     cmd += ["-p", "forktool.pallas_interpret"]
-  proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd)
-  out = proc.stdout + proc.stderr
+  if timeout is not None or args.hypothesis_max_examples is not None:
+    cmd += ["-p", "forktool.results_stream"]
+    env = dict(env, JAX_FORK_RESULTS_STREAM=str(stream))
+  proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, env=env, cwd=cwd, start_new_session=True)
+  timed_out = False
+  try:
+    stdout, stderr = proc.communicate(timeout=timeout)
+  except subprocess.TimeoutExpired:
+    timed_out = True
+    os.killpg(proc.pid, signal.SIGKILL)
+    stdout, stderr = proc.communicate()
+  out = stdout + stderr
+  if timed_out:
+    out += f"\n[killed after {timeout:.0f} s]\n"
   log.write_text(out)
-  return parse_summary(out), failed_ids(junit), proc.returncode
+  collected = None
+  if timed_out:
+    collected, streamed = results_stream.read(stream)
+    found = {_stream_id(i): o for i, o in streamed.items()}
+    counts = {"passed": 0, "failed": 0, "skipped": 0, "error": 0}
+    for o in found.values():
+      counts[o] = counts.get(o, 0) + 1
+  else:
+    counts, found = parse_summary(out), outcomes(junit)
+  return Run(counts, found, proc.returncode, timed_out, collected)
+
+
+def _counts_line(c: dict[str, int], run: Run | None = None) -> str:
+  if run is None or not run.timed_out:
+    return _fmt(c)
+  total = "" if run.collected is None else f" of {run.collected}"
+  return f"{_fmt(c)}, cut short with {sum(c.values())}{total} run"
 
 
 def main(args) -> int:
-  names = selected_tests(args.tests, args.sets)
+  limits: dict[str, float] = {}   # NAME:SECONDS
+  names = []
+  for n in selected_tests(args.tests, args.sets):
+    n, _, seconds = n.partition(":")
+    n = n[:-3] if n.endswith(".py") else n
+    if seconds:
+      limits[n] = float(seconds)
+    if n not in names:
+      names.append(n)
   if not names:
     raise SystemExit("error: name test files or a --set "
                      f"({', '.join(sorted(SETS))})")
-  if args.compare and args.recheck:
-    raise SystemExit("error: --compare and --recheck exclude each other")
+  others = [o for o in ("compare", "recheck", "recheck_on_cpu")
+            if getattr(args, o)]
+  if len(others) > 1:
+    raise SystemExit("error: --compare, --recheck and --recheck-on-cpu "
+                     "exclude each other")
+  if args.export and args.tests_dir:
+    raise SystemExit("error: --export and --tests-dir exclude each other")
+  if not args.tests_dir and not args.jax_repo:
+    print(f"error: upstream's sources are needed: --jax-repo PATH or "
+          f"${T.JAX_REPO_ENV} (or --tests-dir DIR from --export)",
+          file=sys.stderr)
+    return 2
+  if args.export:
+    with T.open_jax_repo(args.jax_repo) as repo:
+      export_tests(repo, args.tag, names, Path(args.export))
+    print(f"wrote {len(names)} test files at {args.tag} to "
+          f"{Path(args.export) / 'tests'}")
+    return 0
+  start = time.monotonic()
   other = args.compare or args.recheck
+  recheck_python = args.recheck or (args.python if args.recheck_on_cpu
+                                    else None)
   env = dict(os.environ)
   env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") +
                       f" --xla_force_host_platform_device_count={args.devices}"
                       ).strip()
   env["JAX_NUM_GENERATED_CASES"] = str(args.num_cases)
-  env.pop("PYTHONPATH", None)
+  paths = env.pop("PYTHONPATH", "").split(os.pathsep)
+  paths = [x for x in paths if x] if args.keep_pythonpath else []
+  if (args.pallas_interpret or args.timeout or args.budget or limits or
+      args.hypothesis_max_examples is not None):
+    paths.append(str(Path(__file__).resolve().parent.parent))  # forktool
+  if paths:
+    env["PYTHONPATH"] = os.pathsep.join(paths)
   if args.pallas_interpret:
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
     env["JAX_FORK_PALLAS_INTERPRET_RTOL"] = str(args.pallas_rtol)
     if args.interpret_params or args.interpret_param:
       env["JAX_FORK_PALLAS_INTERPRET_PARAMS"] = ",".join(
           args.interpret_param) or "1"
-    if args.hypothesis_max_examples is not None:
-      env["JAX_FORK_HYPOTHESIS_MAX_EXAMPLES"] = str(
-          args.hypothesis_max_examples)
+  if args.hypothesis_max_examples is not None:
+    env["JAX_FORK_HYPOTHESIS_MAX_EXAMPLES"] = str(args.hypothesis_max_examples)
+  recheck_env = dict(env, JAX_PLATFORMS="cpu") if args.recheck_on_cpu else env
   log_dir = Path(args.log_dir)
   log_dir.mkdir(parents=True, exist_ok=True)
+  summary = Path(args.summary) if args.summary else None
+  if summary:
+    summary.parent.mkdir(parents=True, exist_ok=True)
+
+  def report(line: str) -> None:
+    print(line, flush=True)
+    if summary:
+      with summary.open("a") as f:
+        f.write(line + "\n")
+
+  def time_left(limit: float | None) -> float | None:
+    if args.budget is None:
+      return limit
+    left = args.budget - (time.monotonic() - start)
+    return left if limit is None else min(left, limit)
+
   worst = 0
   rows = []
-  with T.open_jax_repo(args.jax_repo) as repo, \
-      tempfile.TemporaryDirectory(prefix="jax-upstream-tests-") as tmp:
-    tests_dir = extract_tests(repo, args.tag, Path(tmp))
+  with contextlib.ExitStack() as stack:
+    tmp = stack.enter_context(
+        tempfile.TemporaryDirectory(prefix="jax-upstream-tests-"))
+    if args.tests_dir:
+      root = Path(args.tests_dir).resolve()
+      tests_dir = root / "tests"
+      tag_file = root / EXPORT_TAG
+      tag = tag_file.read_text().strip() if tag_file.exists() else "?"
+      cwd = str(root)
+    else:
+      repo = stack.enter_context(T.open_jax_repo(args.jax_repo))
+      tests_dir = extract_tests(repo, args.tag, Path(tmp))
+      tag, cwd = args.tag, tmp
     fork_env = env
     if args.pjrt_plugin:
       config = Path(tmp) / "pjrt_plugin.json"
@@ -289,38 +470,51 @@ def main(args) -> int:
           "create_options": {"cpu_device_count": args.devices}}))
       fork_env = dict(env, PJRT_NAMES_AND_LIBRARY_PATHS=f"plugin:{config}",
                       JAX_PLATFORMS="plugin")
-    print(f"upstream tests at {args.tag} against jax "
-          f"{_installed(args.python, fork_env, tmp)}"
-          f"{f' on PJRT plugin {args.pjrt_plugin}' if args.pjrt_plugin else ''}")
+    report(f"upstream tests at {tag} against jax "
+           f"{_installed(args.python, fork_env, cwd)}"
+           f"{f' on PJRT plugin {args.pjrt_plugin}' if args.pjrt_plugin else ''}"
+           f"{f', from {tests_dir}' if args.tests_dir else ''}")
     if other:
-      print(f"{'compared' if args.compare else 'failures rechecked'} with jax "
-            f"{_installed(other, env, tmp)}")
+      report(f"{'compared' if args.compare else 'failures rechecked'} with "
+             f"jax {_installed(other, env, cwd)}")
+    if args.recheck_on_cpu:
+      report("failures rechecked with JAX_PLATFORMS=cpu")
     for name in names:
       path = tests_dir / f"{name}.py"
       if not path.exists():
-        print(f"{name}: no such file at {args.tag}")
+        report(f"{name}: no such file at {tag}")
         worst = max(worst, 2)
+        continue
+      limit = limits.get(name, args.timeout)
+      left = time_left(limit)
+      if args.budget is not None and left is not None and left < 1:
+        report(f"{name}: not run, the budget of {args.budget:.0f} s is spent")
+        worst = max(worst, 1)
         continue
       t0 = time.time()
       log_name = name.replace("/", "-")   # pallas/pallas_test
       log = log_dir / f"upstream-{log_name}{'-fork' if other else ''}.log"
-      c, failed, rc = run_file(args.python, [str(path)], args, fork_env, tmp,
-                               log)
+      run = run_file(args.python, [str(path)], args, fork_env, cwd, log,
+                     left)
+      c, failed, rc = run.counts, run.failed, run.rc
       skipped = not_runnable(log.with_suffix(".xml"))
-      ulog = log_dir / f"upstream-{log_name}-upstream.log"
-      uc, rechecked = None, False
+      ulog = log_dir / (f"upstream-{log_name}-"
+                        f"{'cpu' if args.recheck_on_cpu else 'upstream'}.log")
+      uc, rechecked, urun = None, False, None
       if args.compare:
-        uc, ufailed, _ = run_file(args.compare, [str(path)], args, env, tmp,
-                                  ulog)
-      elif args.recheck and failed:
+        urun = run_file(args.compare, [str(path)], args, env, cwd, ulog,
+                        time_left(limit))
+        uc, ufailed = urun.counts, urun.failed
+      elif recheck_python and failed:
         rechecked = True
-        _, ufailed, _ = run_file(args.recheck,
-                                 [str(tests_dir / i) for i in sorted(failed)],
-                                 args, env, tmp, ulog)
+        urun = run_file(recheck_python,
+                        [str(tests_dir / i) for i in sorted(failed)],
+                        args, recheck_env, cwd, ulog, time_left(limit))
+        ufailed = urun.failed
       else:
         ufailed = set()
       new = sorted(failed - ufailed)
-      if rc not in (0, 5) and not failed:
+      if rc not in (0, 5) and not failed and not run.timed_out:
         # pytest failed without a test id (e.g. a crash): count it as new.
         new = [f"{name}.py (pytest exit status {rc}, no test ids; see {log})"]
       if c["passed"] == 0:
@@ -328,28 +522,47 @@ def main(args) -> int:
       if args.no_skips and c["skipped"]:
         new.append(f"{name}.py skipped {c['skipped']} test(s) under "
                    f"--no-skips (see {log})")
-      line = f"{name}: {'fork ' if other else ''}{_fmt(c)}"
+      if run.timed_out:
+        new.append(f"{name}.py cut short at its time limit (see {log})")
+      line = f"{name}: {'fork ' if other else ''}{_counts_line(c, run)}"
       if uc is not None:
-        line += f" | upstream {_fmt(uc)}"
+        line += f" | upstream {_counts_line(uc, urun)}"
       if other:
         line += (f" | {len(failed & ufailed)} also fail on upstream | "
                  f"{len(new)} new on the fork")
+      elif args.recheck_on_cpu and failed:
+        line += f" | {len(failed & ufailed)} of its failures also fail on CPU"
       logs = f"log {log}" + (f", {ulog}" if uc is not None or rechecked else "")
-      print(f"{line} ({time.time() - t0:.0f} s; {logs})", flush=True)
-      for test_id in new:
-        print(f"  {'new failure' if other else 'failure'}: {test_id}")
+      report(f"{line} ({time.time() - t0:.0f} s; {logs})")
+      if args.recheck_on_cpu:
+        on_cpu = urun.outcomes if urun else {}
+        for test_id in sorted(failed):
+          verdict = ("not rechecked: cut short" if urun and urun.timed_out
+                     and test_id not in on_cpu else
+                     {"failed": "fails on CPU too",
+                      "error": "fails on CPU too",
+                      "passed": "passes on CPU",
+                      "skipped": "skipped on CPU"}.get(
+                          on_cpu.get(test_id, ""), "not rechecked"))
+          report(f"  failure: {test_id} ({verdict})")
+        for test_id in new:
+          if test_id not in failed:
+            report(f"  failure: {test_id}")
+      else:
+        for test_id in new:
+          report(f"  {'new failure' if other else 'failure'}: {test_id}")
       for line in skipped:
-        print(f"  {line}")
+        report(f"  {line}")
       if new or (not other and failed):
         worst = max(worst, 1)
       if uc is not None:
         rows.append((name, c, uc, len(new)))
   if rows:
-    print("\n| suite | fork passed / failed / skipped | upstream passed / "
-          "failed / skipped | new on the fork |")
-    print("| --- | --- | --- | --- |")
+    report("\n| suite | fork passed / failed / skipped | upstream passed / "
+           "failed / skipped | new on the fork |")
+    report("| --- | --- | --- | --- |")
     for name, c, uc, n in rows:
-      print(f"| `{name}` | {c['passed']} / {c['failed'] + c['error']} / "
-            f"{c['skipped']} | {uc['passed']} / {uc['failed'] + uc['error']} / "
-            f"{uc['skipped']} | {n} |")
+      report(f"| `{name}` | {c['passed']} / {c['failed'] + c['error']} / "
+             f"{c['skipped']} | {uc['passed']} / "
+             f"{uc['failed'] + uc['error']} / {uc['skipped']} | {n} |")
   return worst
