@@ -283,8 +283,7 @@ class CyclesAndSchedulesTest(jtu.JaxTestCase):
 class TpuLoweringTest(jtu.JaxTestCase):
   """On CPU, exporting for TPU runs Pallas's lowering of the kernel to a
   Mosaic module, which these tests take from `as_tpu_kernel` and check: it
-  verifies and holds the DMAs, loops and matmuls of the pipeline. (On jax
-  0.4.26 Mosaic's compilation then stops: it asks for the TPU's kind.)"""
+  verifies and holds the DMAs, loops and matmuls of the pipeline."""
 
   def assert_lowers_to_mosaic(self, kernel, out_shape, *shapes, ops):
     modules = []
@@ -296,11 +295,7 @@ class TpuLoweringTest(jtu.JaxTestCase):
     call = lambda *args: outer_call(kernel, out_shape, *args, interpret=False)
     export_ = export.export(call, lowering_platforms=("tpu",))
     with mock.patch.object(mosaic, "as_tpu_kernel", capture):
-      if jax.__version_info__ < (0, 4, 30):
-        with self.assertRaisesRegex(ValueError, "Unrecognized TPU device kind"):
-          export_(*shapes)
-      else:
-        export_(*shapes)
+      export_(*shapes)
     self.assertLen(modules, 1)
     for op in ops:
       self.assertIn(op, modules[0])

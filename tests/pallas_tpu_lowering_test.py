@@ -1,0 +1,290 @@
+# Copyright 2026 The JAX fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Pallas TPU lowering rules for erf, sign, integer rem and floor_divide,
+boolean and float comparisons, argmax/argmin, min and cumsum: each kernel
+lowers for TPU on this CPU host, to the Mosaic ops named, and runs in
+interpret mode with NumPy's answers. (Running them on a TPU:
+chipcheck/lowering_on_chip.py.)"""
+from __future__ import annotations
+
+import math
+import operator
+from unittest import mock
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax._src import test_util as jtu
+from jax._src import tpu_custom_call
+from jax.experimental import export
+from jax.experimental import mosaic
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+SMEM = pltpu.TPUMemorySpace.SMEM
+ANY = pltpu.TPUMemorySpace.ANY
+RNG = np.random.default_rng(0)
+
+
+def floats(shape=(8, 128)):
+  x = RNG.normal(size=shape).astype(np.float32) * 3
+  x.flat[:6] = [0.0, -0.0, np.nan, np.inf, -np.inf, 1.0]
+  return x
+
+
+def ints(shape=(8, 128), nonzero=False):
+  x = RNG.integers(-50, 50, size=shape).astype(np.int32)
+  return np.where(x == 0, 7, x).astype(np.int32) if nonzero else x
+
+
+def vector_call(fn, *args, interpret):
+  """pallas_call of `fn` on whole blocks of `args` (VMEM)."""
+  out = jax.eval_shape(fn, *args)
+  def kernel(*refs):
+    refs[-1][...] = fn(*(r[...] for r in refs[:-1]))
+  return pl.pallas_call(kernel, out_shape=out, interpret=interpret)
+
+
+PAIRS = np.array([7, 2, -7, 2, 7, -2, -7, -2, 6, 3, -6, 3, 0, 5, 1, -9],
+                 np.int32)
+
+
+def scalar_call(fn, pairs, *, interpret):
+  """pallas_call of `fn` on int32 scalar pairs read from SMEM, one result
+  per pair written to SMEM."""
+  n = len(pairs) // 2
+  def kernel(x_ref, o_ref):
+    for i in range(n):
+      o_ref[i] = fn(x_ref[2 * i], x_ref[2 * i + 1])
+  return pl.pallas_call(
+      kernel, out_shape=jax.ShapeDtypeStruct((n,), jnp.int32),
+      in_specs=[pl.BlockSpec(memory_space=SMEM)],
+      out_specs=pl.BlockSpec(memory_space=SMEM), interpret=interpret)
+
+
+def dma_loop_call(steps, *, interpret):
+  """Double-buffered DMAs from HBM, the slot `i % 2` in a fori_loop:
+  o[i] = 2 * x[i]."""
+  def kernel(x_hbm, o_ref, buf, sems):
+    def copy(i, slot):
+      return pltpu.make_async_copy(x_hbm.at[i], buf.at[slot], sems.at[slot])
+    copy(0, 0).start()
+    def body(i, carry):
+      slot = i % 2
+      @pl.when(i + 1 < steps)
+      def _():
+        copy(i + 1, 1 - slot).start()
+      copy(i, slot).wait()
+      o_ref[i] = buf[slot] * 2.0
+      return carry
+    lax.fori_loop(0, steps, body, 0)
+  return pl.pallas_call(
+      kernel, out_shape=jax.ShapeDtypeStruct((steps, 8, 128), jnp.float32),
+      interpret=interpret,
+      grid_spec=pltpu.PrefetchScalarGridSpec(
+          num_scalar_prefetch=0, grid=(),
+          in_specs=[pl.BlockSpec(memory_space=ANY)],
+          out_specs=pl.BlockSpec(memory_space=None),
+          scratch_shapes=[pltpu.VMEM((2, 8, 128), jnp.float32),
+                          pltpu.SemaphoreType.DMA((2,))]))
+
+
+def np_cumsum(x, axis, reverse):
+  if reverse:
+    return np.flip(np.cumsum(np.flip(x, axis), axis, x.dtype), axis)
+  return np.cumsum(x, axis, x.dtype)
+
+
+bools = lambda x: x > 0
+# (name, function, NumPy's, inputs, Mosaic ops its lowering holds)
+VECTOR_CASES = [
+    ("erf", lax.erf, np.vectorize(math.erf, otypes=[np.float32]),
+     lambda: (floats(),), ["math.erf"]),
+    ("sign_f32", jnp.sign, np.sign, lambda: (floats(),), ["arith.select"]),
+    ("sign_i32", jnp.sign, np.sign, lambda: (ints(),), ["arith.select"]),
+    ("rem_i32", lax.rem, np.fmod, lambda: (ints(), ints(nonzero=True)),
+     ["arith.remsi"]),
+    ("mod_i32", jnp.remainder, np.remainder,
+     lambda: (ints(), ints(nonzero=True)), ["arith.remsi", "arith.xori"]),
+    ("floordiv_i32", jnp.floor_divide, np.floor_divide,
+     lambda: (ints(), ints(nonzero=True)), ["arith.divsi", "arith.remsi"]),
+    ("lt_f32", lambda x, y: jnp.where(x < y, 1, 0),
+     lambda x, y: np.where(x < y, 1, 0), lambda: (floats(), floats()),
+     ["arith.cmpf olt"]),
+    ("le_f32", lambda x, y: jnp.where(x <= y, 1, 0),
+     lambda x, y: np.where(x <= y, 1, 0), lambda: (floats(), floats()),
+     ["arith.cmpf ole"]),
+    ("ge_f32", lambda x, y: jnp.where(x >= y, 1, 0),
+     lambda x, y: np.where(x >= y, 1, 0), lambda: (floats(), floats()),
+     ["arith.cmpf oge"]),
+    ("isnan", lambda x: jnp.where(jnp.isnan(x), 1, 0),
+     lambda x: np.where(np.isnan(x), 1, 0), lambda: (floats(),),
+     ["arith.cmpf une"]),
+    *[(f"{name}_bool", lambda x, y, op=op: jnp.where(op(x > 0, y > 0), 1, 0),
+       lambda x, y, op=op: np.where(op(x > 0, y > 0), 1, 0),
+       lambda: (ints(), ints()), ["arith.xori"])
+      for name, op in [("eq", operator.eq), ("ne", operator.ne),
+                       ("lt", operator.lt), ("le", operator.le),
+                       ("gt", operator.gt), ("ge", operator.ge)]],
+    *[(f"{name}_axis{axis}",
+       lambda x, f=f, axis=axis: f(x, axis, keepdims=True),
+       lambda x, f=f, axis=axis: getattr(np, f.__name__)(x, axis,
+                                                         keepdims=True),
+       lambda: (floats(),), ["vector.multi_reduction <minimumf>"])
+      for name, f in [("argmax", jnp.argmax), ("argmin", jnp.argmin),
+                      ("min", jnp.min)] for axis in (0, 1)],
+    *[(f"cumsum_{dtype.__name__}_axis{axis}{'_reverse' * reverse}",
+       lambda x, axis=axis, reverse=reverse: lax.cumsum(x, axis, reverse),
+       lambda x, axis=axis, reverse=reverse: np_cumsum(x, axis, reverse),
+       lambda dtype=dtype: (ints() if dtype is np.int32 else
+                            RNG.normal(size=(8, 128)).astype(np.float32),),
+       ["tpu.rotate"])
+      for dtype in (np.int32, np.float32) for axis in (0, 1)
+      for reverse in (False, True)],
+    # Controls: these lowered before.
+    ("add", jnp.add, np.add, lambda: (floats(), floats()), ["arith.addf"]),
+    ("mul_i32", jnp.multiply, np.multiply, lambda: (ints(), ints()),
+     ["arith.muli"]),
+    ("exp", jnp.exp, np.exp, lambda: (floats(),), ["math.exp"]),
+    ("max", jnp.maximum, np.maximum, lambda: (floats(), floats()),
+     ["arith.maximumf"]),
+    ("eq_i32", lambda x, y: jnp.where(x == y, x, y),
+     lambda x, y: np.where(x == y, x, y), lambda: (ints(), ints() // 10),
+     ["arith.cmpi eq"]),
+    ("shift_left", lax.shift_left, np.left_shift,
+     lambda: (ints(), np.abs(ints()) % 31), ["arith.shli"]),
+    ("shift_right_logical", lax.shift_right_logical,
+     lambda x, y: (x.view(np.uint32) >> y.view(np.uint32)).view(np.int32),
+     lambda: (ints(), np.abs(ints()) % 31), ["arith.shrui"]),
+    ("cast", lambda x: x.astype(jnp.int32), lambda x: x.astype(np.int32),
+     lambda: (RNG.normal(size=(8, 128)).astype(np.float32) * 100,),
+     ["arith.fptosi"]),
+    ("iota", lambda x: x + lax.broadcasted_iota(jnp.int32, (8, 128), 1),
+     lambda x: x + np.arange(128, dtype=np.int32), lambda: (ints(),),
+     ["tpu.iota"]),
+    ("transpose", lambda x: x.T, lambda x: x.T,
+     lambda: (RNG.normal(size=(128, 128)).astype(np.float32),),
+     ["vector.transpose"]),
+    ("sum", lambda x: jnp.sum(x, 1, keepdims=True),
+     lambda x: np.sum(x, 1, keepdims=True),
+     lambda: (RNG.normal(size=(8, 128)).astype(np.float32),),
+     ["vector.multi_reduction <add>"]),
+]
+
+SCALAR_CASES = [
+    ("rem", lax.rem, np.fmod, ["arith.remsi"]),
+    ("mod", jnp.remainder, np.remainder, ["arith.remsi", "arith.xori"]),
+    ("floordiv", jnp.floor_divide, np.floor_divide, ["arith.divsi"]),
+    ("sign", lambda x, y: jnp.sign(x) * y, lambda x, y: np.sign(x) * y,
+     ["arith.select"]),
+]
+
+
+class LoweringTest(jtu.JaxTestCase):
+
+  def mosaic_module(self, call, *args) -> str:
+    """The Mosaic module of `call` exported for TPU on this host."""
+    modules = []
+    as_tpu_kernel = mosaic.as_tpu_kernel
+    def capture(module, *args, **kwargs):
+      modules.append(module.operation.get_asm())
+      return as_tpu_kernel(module, *args, **kwargs)
+    shapes = [jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype)
+              for a in args]
+    with mock.patch.object(mosaic, "as_tpu_kernel", capture):
+      exported = export.export(call, lowering_platforms=("tpu",))(*shapes)
+    self.assertIn("tpu_custom_call", exported.mlir_module())
+    self.assertLen(modules, 1)
+    return modules[0]
+
+  def assert_refused(self, call, *args):
+    with self.assertRaises(Exception) as e:
+      self.mosaic_module(call, *args)
+    causes, cause = [], e.exception
+    while cause is not None:
+      causes.append(cause)
+      cause = cause.__cause__
+    self.assertIsInstance(causes[-1], NotImplementedError)
+    self.assertEqual(str(causes[-1]), "int32")
+
+  def check(self, make_call, want, args, ops, **tol):
+    module = self.mosaic_module(make_call(interpret=False), *args)
+    for op in ops:
+      self.assertIn(op, module)
+    got = make_call(interpret=True)(*args)
+    if tol:
+      np.testing.assert_allclose(got, want, **tol)
+    else:
+      np.testing.assert_array_equal(got, want)
+
+  @parameterized.named_parameters(
+      (name, fn, np_fn, args, ops)
+      for name, fn, np_fn, args, ops in VECTOR_CASES)
+  def test_vector(self, fn, np_fn, args, ops):
+    args = args()
+    want = np_fn(*args)
+    tol = {}
+    if np.asarray(want).dtype == np.float32 and fn not in (jnp.sign,):
+      tol = dict(rtol=1e-5, atol=1e-5)
+    self.check(lambda interpret: vector_call(fn, *args, interpret=interpret),
+               want, args, ops, **tol)
+
+  @parameterized.named_parameters(SCALAR_CASES)
+  def test_smem_scalars(self, fn, np_fn, ops):
+    want = np_fn(PAIRS[0::2], PAIRS[1::2])
+    self.check(lambda interpret: scalar_call(fn, PAIRS, interpret=interpret),
+               want, (PAIRS,), ops)
+
+  def test_mod_2_in_fori_loop_picks_dma_slot(self):
+    # `i % 2` of the loop index on the scalar unit: rem, then its sign fix-up
+    # compares booleans (`ne`), which once stopped the lowering.
+    x = RNG.normal(size=(5, 8, 128)).astype(np.float32)
+    self.check(lambda interpret: dma_loop_call(5, interpret=interpret),
+               2 * x, (x,), ["arith.remsi", "arith.xori", "scf.for",
+                             "tpu.enqueue_dma"])
+
+  def test_argmax_of_integers_is_refused(self):
+    x = ints()
+    self.assert_refused(
+        vector_call(lambda x: jnp.argmax(x, 1), x, interpret=False), x)
+    self.mosaic_module(    # the twin in floats lowers
+        vector_call(lambda x: jnp.argmax(x, 1), x.astype(np.float32),
+                    interpret=False), x.astype(np.float32))
+
+  def test_min_of_integers_is_refused(self):
+    x = ints()
+    self.assert_refused(
+        vector_call(lambda x: jnp.min(x, 1), x, interpret=False), x)
+    self.mosaic_module(
+        vector_call(lambda x: jnp.min(x, 1), x.astype(np.float32),
+                    interpret=False), x.astype(np.float32))
+
+  def test_python_pipeline_needs_a_tpu(self):
+    # Exporting for TPU on this host needs no device kind, but running
+    # Mosaic's own passes here (jax_mosaic_use_python_pipeline) does.
+    x = floats()
+    call = vector_call(jnp.exp, x, interpret=False)
+    with tpu_custom_call._MOSAIC_USE_PYTHON_PIPELINE(True):
+      with self.assertRaisesRegex(ValueError, "needs a TPU device kind, not "
+                                  "'cpu'"):
+        self.mosaic_module(call, x)
+    self.assertIn("math.exp", self.mosaic_module(call, x))
+
+
+if __name__ == "__main__":
+  absltest.main(testLoader=jtu.JaxTestLoader())
