@@ -25,11 +25,11 @@ medians of one run:
 Interpreters: this jax's `interpret=True`, `InterpretParams()` and
 `InterpretParams(detect_races=True)`; with `--upstream PYTHON` (a Python
 whose jax is upstream's, e.g. a venv with `pip install 'jax[cpu]'`) its
-`InterpretParams()`; with `--baseline TREE` (a materialized jax tree)
-that tree's `interpret=True`.
+`InterpretParams()`; with `--baseline TREE ...` (materialized jax trees)
+each tree's `interpret=True`.
 
 Run: python benchmarks/pallas_interpret.py --upstream ~/venv-jax/bin/python
-[--baseline TREE] [--rounds N] [--matmul 512 ...] [--cases ...]
+[--baseline TREE ...] [--rounds N] [--matmul 512 ...] [--cases ...]
 (with this jax importable, e.g. PYTHONPATH=<materialized tree>).
 """
 from __future__ import annotations
@@ -161,8 +161,8 @@ def main() -> None:
   ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   ap.add_argument("--upstream", metavar="PYTHON",
                   help="a Python whose jax is upstream's newest")
-  ap.add_argument("--baseline", metavar="TREE",
-                  help="another jax tree, for its interpret=True")
+  ap.add_argument("--baseline", metavar="TREE", nargs="*", default=[],
+                  help="other jax trees, for their interpret=True")
   ap.add_argument("--rounds", type=int, default=3)
   ap.add_argument("--calls", type=int, default=5,
                   help="steady-state calls per process (1 for matmul 2048)")
@@ -175,9 +175,10 @@ def main() -> None:
           ("races", sys.executable, {})]
   if args.upstream:
     runs.append(("upstream params", args.upstream, {"PYTHONPATH": ""}))
-  if args.baseline:
-    runs.append(("baseline true", sys.executable,
-                 {"PYTHONPATH": args.baseline}))
+  baselines = [f"baseline{k} true" for k in range(len(args.baseline))]
+  for label, tree in zip(baselines, args.baseline):
+    print(f"{label.split()[0]}: {tree}")
+    runs.append((label, sys.executable, {"PYTHONPATH": tree}))
   results: dict[tuple[str, str], list[dict[str, float]]] = {}
   versions = {}
   for _ in range(args.rounds):
@@ -209,8 +210,8 @@ def main() -> None:
       u = t["upstream params"]
       line += (f"; upstream params / params {u / t['params']:.1f}, "
                f"upstream params / true {u / t['true']:.1f}")
-    if args.baseline:
-      line += f"; baseline true / true {t['baseline true'] / t['true']:.1f}"
+    for label in baselines:
+      line += f"; {label} / true {t[label] / t['true']:.2f}"
     print(line)
   matmuls = sorted(n for n in args.matmul if f"matmul:{n}" in cases)
   for a, b in zip(matmuls, matmuls[1:]):

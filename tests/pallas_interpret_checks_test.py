@@ -470,7 +470,17 @@ class BlockShapeTest(jtu.JaxTestCase):
        r"shape \(32, 64\), array shape \(64, 256\)"),
       ("rank_1_int8", (2048,), np.int8, (256,), (512,),
        r"rank 1 block shapes, .* is a power of 2 and at least the tiling size "
-       r"\(512 = 128 \* \(32 // 8\)\)"))
+       r"\(512 = 128 \* \(32 // 8\)\)"),
+      # A TPU v5e refused int8 (8, 128), accepted int8 (32, 128) and bf16
+      # (8, 128) (chipcheck/tiling_on_chip.py).
+      ("int8_tiling", (64, 256), np.int8, (8, 128), (32, 128),
+       r"blocks hold whole tiles of their arrays. Block spec for x_ref in "
+       r"pallas_call kernel: the int8 array of shape \(64, 256\) has tiling "
+       r"\(32, 128\), but its block shape \(8, 128\) is not divisible by "
+       "tiling"),
+      ("fp8_tiling", (64, 256), jnp.float8_e5m2, (16, 256), (64, 128),
+       r"blocks hold whole tiles .* has tiling \(32, 128\), but its block "
+       r"shape \(16, 256\)"))
   def test_blocks_mosaic_does_not_tile(self, shape, dtype, bad, good, words):
     x = (np.arange(np.prod(shape)) % 100).astype(dtype).reshape(shape)
     def run(block, interpret):
@@ -488,6 +498,15 @@ class BlockShapeTest(jtu.JaxTestCase):
     # interpret=True (checks=False) runs what a TPU refuses.
     np.testing.assert_array_equal(
         run(bad, pltpu.InterpretParams(checks=False)), x + 1)
+
+  def test_bf16_tiling_takes_blocks_of_8_rows(self):
+    x = jnp.arange(64 * 256, dtype=jnp.bfloat16).reshape(64, 256)
+    spec = pl.BlockSpec(lambda i, j: (i, j), (8, 128))
+    out = pl.pallas_call(
+        lambda x_ref, o_ref: o_ref.__setitem__(..., x_ref[...]),
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(8, 2),
+        in_specs=[spec], out_specs=spec, interpret=PARAMS)(x)
+    np.testing.assert_array_equal(out, x)
 
 
 class MemorySpaceAndSemaphoreTest(jtu.JaxTestCase):

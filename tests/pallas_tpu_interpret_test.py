@@ -15,9 +15,12 @@
 (patch 0014-pallas-tpu-interpret-dma-semaphores-run-scoped.patch)."""
 from __future__ import annotations
 
+import gc
+
 from absl.testing import absltest
 from absl.testing import parameterized
 import numpy as np
+import pytest
 
 import jax
 import jax.numpy as jnp
@@ -322,6 +325,101 @@ class RunScopedTest(jtu.JaxTestCase):
     with self.assertRaisesRegex(RuntimeError, NEVER + "semaphore run_scoped "
                                 "buffer 0"):
       jax.block_until_ready(call(stuck, jax.ShapeDtypeStruct((8,), np.float32)))
+
+
+class Jax0426ModeTest(jtu.JaxTestCase):
+  """interpret=True keeps jax 0.4.26's word: the values below are what
+  upstream 0.4.26's interpret=True gave for the same kernels."""
+
+  def accumulate(self, dtype, zero_first, interpret=True):
+    def kernel(x_ref, o_ref, acc_ref):
+      if zero_first:
+        @pl.when(pl.program_id(0) == 0)
+        def _():
+          acc_ref[...] = jnp.zeros_like(acc_ref)
+      acc_ref[...] += x_ref[...]
+      o_ref[...] = acc_ref[...]
+    spec = pl.BlockSpec(lambda i: (0, 0), (8, 128))
+    return pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct((8, 128), dtype),
+        interpret=interpret, grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=0, grid=(2,), in_specs=[spec], out_specs=spec,
+            scratch_shapes=[pltpu.VMEM((8, 128), dtype)]))(
+                jnp.ones((8, 128), dtype))
+
+  @pytest.mark.interpret_true_only("of interpret=True's scratch")
+  def test_scratch_never_zeroed_starts_as_in_0426(self):
+    # 0.4.26: NaN for floats, the minimum for integers.
+    for dtype, expected in [(jnp.float32, np.nan), (jnp.bfloat16, np.nan),
+                            (jnp.int32, -2**31 + 2), (jnp.int8, -126),
+                            (jnp.uint8, 2)]:
+      np.testing.assert_array_equal(
+          self.accumulate(dtype, False).astype(np.float32),
+          np.full((8, 128), expected, np.float32))
+      # The corrected twin, which zeroes its accumulator.
+      np.testing.assert_array_equal(self.accumulate(dtype, True),
+                                    np.full((8, 128), 2, dtype))
+
+  @pytest.mark.interpret_true_only("of interpret=True's outputs")
+  def test_outputs_start_at_zero_as_in_0426(self):
+    def kernel(x_ref, o_ref):
+      o_ref[0:4, :] = x_ref[0:4, :]
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(
+        (8, 128), jnp.float32), interpret=True)(jnp.ones((8, 128)))
+    np.testing.assert_array_equal(out, np.repeat([1., 0.], 4)[:, None] +
+                                  np.zeros((8, 128)))
+
+  def test_runs_under_disable_jit(self):
+    with jax.disable_jit():
+      out = self.accumulate(jnp.float32, True)
+      copied = call(lambda x_ref, o_ref, sem: pltpu.async_copy(
+          x_ref, o_ref, sem).wait(), jax.ShapeDtypeStruct((8,), np.float32),
+                    arange(8), in_spaces=[ANY], out_space=ANY,
+                    scratch_shapes=[DMA])
+    np.testing.assert_array_equal(out, np.full((8, 128), 2, np.float32))
+    np.testing.assert_array_equal(copied, arange(8))
+
+  @pytest.mark.interpret_true_only("of interpret=True's semaphores")
+  def test_local_semaphores_are_counted_without_the_host(self):
+    # interpret=True counts a kernel's local DMAs and signals in XLA: its
+    # program has none of the host's ordered calls (InterpretParams() has).
+    def kernel(x_ref, o_ref, sem, flag):
+      pltpu.async_copy(x_ref, o_ref, sem).wait()
+      pltpu.semaphore_signal(flag, 2)
+      pltpu.semaphore_wait(flag, 2)
+    def f(x, interpret):
+      return call(kernel, jax.ShapeDtypeStruct((8,), np.float32), x,
+                  in_spaces=[ANY], out_space=ANY, scratch_shapes=[DMA, REGULAR],
+                  interpret=interpret)
+    host = lambda interpret: [str(e) for e in jax.make_jaxpr(
+        lambda x: f(x, interpret))(arange(8)).effects]
+    self.assertEqual(host(True), [])
+    self.assertEqual(host(pltpu.InterpretParams()), ["PallasInterpretHost"])
+    np.testing.assert_array_equal(f(arange(8), True), arange(8))
+
+
+class CacheTest(jtu.JaxTestCase):
+
+  def test_nothing_per_kernel_is_kept_once_caches_are_cleared(self):
+    from jax._src.pallas.mosaic import interpret as interpret_mode
+    def live():
+      jax.clear_caches()
+      gc.collect()
+      return sum(isinstance(o, (interpret_mode._Interpreter,
+                                interpret_mode._Kernel, interpret_mode._Op))
+                 for o in gc.get_objects())
+    before = live()
+    for interpret in (True, pltpu.InterpretParams()):
+      for k in range(3):  # three kernels (each closes over its constant)
+        def kernel(x_ref, o_ref, buf, sem, k=k):
+          pltpu.async_copy(x_ref, buf, sem).wait()
+          o_ref[...] = buf[...] + k
+        out = call(kernel, jax.ShapeDtypeStruct((8,), np.float32), arange(8),
+                   in_spaces=[ANY], scratch_shapes=[
+                       pltpu.VMEM((8,), jnp.float32), DMA],
+                   interpret=interpret)
+        np.testing.assert_array_equal(out, arange(8) + k)
+    self.assertEqual(live(), before)
 
 
 class TpuLoweringTest(jtu.JaxTestCase):
