@@ -29,6 +29,7 @@ import jax
 from jax import lax
 import jax.numpy as jnp
 from jax._src import test_util as jtu
+from jax.experimental import export
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
@@ -125,9 +126,10 @@ class BoundsTest(jtu.JaxTestCase):
     def kernel(x_ref, o_ref):
       o_ref[...] = x_ref[...]
       o_ref[pl.ds(12 + pl.program_id(0), 8), :] = x_ref[:8]
+    whole = pl.BlockSpec(lambda i: (0, 0), X.shape)
     with self.assertRaisesRegex(IndexError, r"out-of-bounds write of "
                                 r"o_ref\[12:20, 0:128\]"):
-      call(kernel, X, grid=(1,))
+      call(kernel, X, grid=(1,), in_specs=[whole], out_specs=whole)
 
   def test_dma_source_and_destination_through_chained_indexers(self):
     def kernel(x_hbm, o_ref, buf, sems, *, row):
@@ -136,12 +138,13 @@ class BoundsTest(jtu.JaxTestCase):
       pltpu.async_copy(src, buf.at[pl.ds(14 + pl.program_id(0), 4)],
                        sems.at[1]).wait()
       o_ref[...] = buf[...]
+    whole = pl.BlockSpec(lambda i: (0, 0), X.shape)
     with self.assertRaisesRegex(IndexError, r"out-of-bounds DMA read of "
                                 r"x_hbm\[14:22, 0:128\]\[0:4, 0:128\]"):
-      copy_in(functools.partial(kernel, row=14))(grid=(1,))
+      copy_in(functools.partial(kernel, row=14))(grid=(1,), out_specs=whole)
     with self.assertRaisesRegex(IndexError, r"out-of-bounds DMA write of "
                                 r"buf\[14:18, 0:128\].*shape \(16, 128\)"):
-      copy_in(functools.partial(kernel, row=0))(grid=(1,))
+      copy_in(functools.partial(kernel, row=0))(grid=(1,), out_specs=whole)
 
 
 class UninitializedMemoryTest(jtu.JaxTestCase):
@@ -485,8 +488,8 @@ class BlockShapeTest(jtu.JaxTestCase):
     x = (np.arange(np.prod(shape)) % 100).astype(dtype).reshape(shape)
     def run(block, interpret):
       spec = pl.BlockSpec(lambda *i: i, block)
-      def kernel(x_ref, o_ref):
-        o_ref[...] = x_ref[...] + 1
+      def kernel(x_ref, o_ref):  # a copy (a TPU adds no float8)
+        o_ref[...] = x_ref[...]
       return pl.pallas_call(
           kernel, out_shape=jax.ShapeDtypeStruct(shape, dtype),
           grid=tuple(n // b for n, b in zip(shape, block)), in_specs=[spec],
@@ -494,10 +497,10 @@ class BlockShapeTest(jtu.JaxTestCase):
     with self.assertRaisesRegex(ValueError, "The Pallas TPU lowering "
                                 "currently requires that " + words):
       run(bad, PARAMS)
-    np.testing.assert_array_equal(quiet(run, good, RACES), x + 1)
+    np.testing.assert_array_equal(quiet(run, good, RACES), x)
     # interpret=True (checks=False) runs what a TPU refuses.
     np.testing.assert_array_equal(
-        run(bad, pltpu.InterpretParams(checks=False)), x + 1)
+        run(bad, pltpu.InterpretParams(checks=False)), x)
 
   def test_bf16_tiling_takes_blocks_of_8_rows(self):
     x = jnp.arange(64 * 256, dtype=jnp.bfloat16).reshape(64, 256)
@@ -507,6 +510,100 @@ class BlockShapeTest(jtu.JaxTestCase):
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(8, 2),
         in_specs=[spec], out_specs=spec, interpret=PARAMS)(x)
     np.testing.assert_array_equal(out, x)
+
+
+  # A TPU v5e, copy kernels on a (64, 256) array (chipcheck/tiling_on_chip.py):
+  # the blocks it accepted and refused, by dtype.
+  @parameterized.parameters(
+      *((t, (8, 128)) for t in ("float32", "int32", "bfloat16", "int16")),
+      *((t, (32, 128)) for t in ("int8", "float8_e4m3fn", "float8_e5m2")))
+  def test_tiling_measured_on_a_chip(self, dtype, tile):
+    x = jnp.zeros((64, 256), dtype)
+    def lower(block):
+      spec = pl.BlockSpec(lambda i, j: (i, j), block)
+      return jax.jit(pl.pallas_call(
+          lambda x_ref, o_ref: o_ref.__setitem__(..., x_ref[...]),
+          out_shape=x, grid=(64 // block[0], 256 // block[1]),
+          in_specs=[spec], out_specs=spec, interpret=PARAMS)).lower(x)
+    for rows in (8, 16, 32, 64):
+      if rows % tile[0] == 0:
+        lower((rows, 128))
+      else:
+        with self.assertRaisesRegex(ValueError, rf"has tiling \({tile[0]}, "):
+          lower((rows, 128))
+    for block in ((1, 128), (2, 128), (4, 128)):
+      with self.assertRaisesRegex(ValueError, "The Pallas TPU lowering"):
+        lower(block)
+    if tile[0] == 8:
+      lower((8, 256))
+    else:
+      with self.assertRaisesRegex(ValueError, r"has tiling \(32, 128\)"):
+        lower((8, 256))
+
+  @parameterized.parameters("float16", "uint8", "uint16", "uint32", "bool")
+  def test_dtypes_a_chip_refuses(self, dtype):
+    # A TPU v5e refused every block of these (Mosaic failed to compile).
+    x = np.ones((64, 256), dtype)
+    def run(x, interpret):
+      spec = pl.BlockSpec(lambda i: (i, 0), (32, 256))
+      return pl.pallas_call(
+          lambda x_ref, o_ref: o_ref.__setitem__(..., x_ref[...]),
+          out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(2,),
+          in_specs=[spec], out_specs=spec, interpret=interpret)(x)
+    with self.assertRaisesRegex(
+        NotImplementedError, f"Pallas kernel <lambda>: a TPU refuses blocks "
+        f"of {dtype} \\(x_ref\\)"):
+      run(x, PARAMS)
+    np.testing.assert_array_equal(run(x, pltpu.InterpretParams(checks=False)),
+                                  x)
+    # The corrected kernel: a dtype the chip takes (int32 for bool, float32
+    # for float16, int32 for unsigned ints).
+    wide = x.astype(np.float32 if dtype == "float16" else np.int32)
+    np.testing.assert_array_equal(quiet(run, wide, RACES), wide)
+
+
+class LoweringTest(jtu.JaxTestCase):
+  """A kernel the Pallas TPU lowering refuses: InterpretParams() refuses it, in
+  the lowering's words (lowered as for a TPU, on the CPU)."""
+
+  def tpu_error(self, kernel, x):
+    """The error of exporting `kernel` on x for a TPU (no chip needed)."""
+    f = lambda x: pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+    try:
+      export.export(f, lowering_platforms=("tpu",))(x)
+    except Exception as e:  # pylint: disable=broad-except
+      return e
+    self.fail("the TPU lowering took the kernel")
+
+  @parameterized.named_parameters(
+      ("integer_argmax", np.int32, "Exception while lowering eqn:\n  "
+       "a:i32\\[8\\] = argmax\\[axes=\\(1,\\) index_dtype=int32\\] b",
+       lambda v: jnp.argmax(v, 1, keepdims=True)),
+      ("cumprod", np.float32, "Unimplemented primitive in Pallas TPU lowering: "
+       "cumprod", lambda v: lax.cumprod(v, 1)))
+  def test_what_the_lowering_refuses(self, dtype, words, op):
+    x = (np.arange(8 * 128) % 7 + 1).astype(dtype).reshape(8, 128)
+    def kernel(x_ref, o_ref):
+      o_ref[...] = jnp.broadcast_to(op(x_ref[...]), o_ref.shape).astype(
+          o_ref.dtype)
+    run = lambda kernel, x, interpret: pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        interpret=interpret)(x)
+    tpu = self.tpu_error(kernel, x)
+    with self.assertRaisesRegex(type(tpu), words) as caught:
+      run(kernel, x, PARAMS)
+    self.assertIs(type(caught.exception), type(tpu))
+    self.assertEqual(str(caught.exception).split("With context")[0],
+                     str(tpu).split("With context")[0])
+    want = np.broadcast_to(op(x), x.shape)
+    np.testing.assert_array_equal(
+        run(kernel, x, pltpu.InterpretParams(checks=False)), want)
+    if dtype == np.int32:  # the twin: argmax of floats lowers
+      def fixed(x_ref, o_ref):
+        o_ref[...] = jnp.broadcast_to(op(x_ref[...].astype(jnp.float32)),
+                                      o_ref.shape).astype(o_ref.dtype)
+      np.testing.assert_array_equal(quiet(run, fixed, x, RACES), want)
 
 
 class MemorySpaceAndSemaphoreTest(jtu.JaxTestCase):

@@ -71,8 +71,9 @@ class OverhangingBlockTest(jtu.JaxTestCase):
     # interpret=True (uninitialized_memory="zero") zeros.
     def run(interpret):
       return _pallas_call(
-          lambda x_ref, o_ref: o_ref.__setitem__(..., jnp.full(
-              o_ref.shape, x_ref[...].sum())),
+          lambda x_ref, o_ref: o_ref.__setitem__(..., jnp.broadcast_to(
+              x_ref[...].sum(1, keepdims=True).sum(0, keepdims=True),
+              o_ref.shape)),
           out_shape=jax.ShapeDtypeStruct((2, 8, 128), jnp.float32), grid=(2,),
           in_specs=[pl.BlockSpec(lambda i: (i, 0), (8, 128))],
           out_specs=pl.BlockSpec(lambda i: (i, 0, 0), (None, 8, 128)),
@@ -90,7 +91,8 @@ class GridPositionTest(jtu.JaxTestCase):
       def body(k, acc):
         return acc + lax.cond(k == pl.program_id(1), lambda: 100 * i,
                               lambda: pl.num_programs(1))
-      o_ref[0, 0] = lax.fori_loop(0, pl.num_programs(0), body, 0)
+      o_ref[...] = jnp.full(o_ref.shape,
+                            lax.fori_loop(0, pl.num_programs(0), body, 0))
     out = interpreted(
         kernel, out_shape=jax.ShapeDtypeStruct((3 * 8, 2 * 128), jnp.int32),
         grid=(3, 2), out_specs=pl.BlockSpec(lambda i, j: (i, j), (8, 128)))()
