@@ -17,7 +17,12 @@ Each preset runs in a process of its own: it lowers and runs `--warmup`
 distinct small kernels (a DMA, a semaphore, a scratch accumulator; each
 closes over its own constant, so each is a new kernel), clears JAX's caches,
 then does the same with `--kernels` more and reports the growth of RSS
-(MiB, and KiB per kernel) after `jax.clear_caches()` and `gc.collect()`.
+(MiB, and KiB per kernel) after `jax.clear_caches()` and `gc.collect()`, and
+of the bytes malloc holds in use (glibc's `mallinfo2`). The warm-up must
+outlast malloc's arenas filling to their high-water mark: on jaxlib 0.4.26
+RSS grows over the first ~200 kernels (fork and upstream alike, by the size
+of what a kernel's compilation allocates) and is flat after, while the bytes
+in use barely move; a shorter warm-up counts that fill as a leak.
 
 Presets: `interpret=True`, `InterpretParams()`, and with `--python PY`
 (a Python whose jax is another, e.g. upstream 0.4.26 or the newest) that
@@ -45,6 +50,23 @@ interpret = True if mode == "true" else pltpu.InterpretParams()
 ANY = getattr(pl, "ANY", None) or pltpu.TPUMemorySpace.ANY
 dmas = hasattr(pltpu, "make_async_copy") and (
     mode != "true" or hasattr(pltpu, "InterpretParams"))
+
+import ctypes
+class _Mallinfo2(ctypes.Structure):
+  _fields_ = [(n, ctypes.c_size_t) for n in (
+      "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks "
+      "keepcost").split()]
+try:
+  _libc = ctypes.CDLL("libc.so.6")
+  _libc.mallinfo2.restype = _Mallinfo2
+except (OSError, AttributeError):
+  _libc = None
+
+def in_use_mib():
+  if _libc is None:
+    return float("nan")
+  m = _libc.mallinfo2()
+  return (m.uordblks + m.hblkhd) / 2**20
 
 def rss_mib():
   with open("/proc/self/statm") as f:
@@ -88,18 +110,19 @@ def batch(start, n):
 
 import os
 batch(0, warmup)
-before = rss_mib()
+before, used = rss_mib(), in_use_mib()
 batch(warmup, kernels)
 after = rss_mib()
 print(json.dumps(dict(version=jax.__version__, dmas=dmas,
-                      growth_mib=after - before)))
+                      growth_mib=after - before,
+                      in_use_mib=in_use_mib() - used)))
 '''
 
 
 def main() -> None:
   ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   ap.add_argument("--kernels", type=int, default=600)
-  ap.add_argument("--warmup", type=int, default=100)
+  ap.add_argument("--warmup", type=int, default=300)
   ap.add_argument("--python", nargs="*", default=[],
                   help="other Pythons (another jax), for their interpret mode")
   args = ap.parse_args()
@@ -120,8 +143,10 @@ def main() -> None:
     res = json.loads(r.stdout.strip().splitlines()[-1])
     label = "interpret=True" if mode == "true" else "InterpretParams()"
     print(f"jax {res['version']} {label}{'' if res['dmas'] else ' (no DMA)'}"
-          f": {res['growth_mib']:.1f} MiB, "
-          f"{res['growth_mib'] * 1024 / args.kernels:.1f} KiB per kernel")
+          f": RSS {res['growth_mib']:.1f} MiB, "
+          f"{res['growth_mib'] * 1024 / args.kernels:.1f} KiB per kernel; "
+          f"malloc in use {res['in_use_mib'] * 1024 / args.kernels:.2f} KiB "
+          "per kernel")
 
 
 if __name__ == "__main__":
