@@ -15,14 +15,16 @@
 
 Each preset runs in a process of its own: it lowers and runs `--warmup`
 distinct small kernels (a DMA, a semaphore, a scratch accumulator; each
-closes over its own constant, so each is a new kernel), clears JAX's caches,
-then does the same with `--kernels` more and reports the growth of RSS
+closes over its own constant, so each is a new kernel), clearing JAX's
+caches every 50 kernels (so that what a kernel leaves behind adds up, not
+what hundreds of live cached kernels hold at once), then does the same with
+`--kernels` more and reports the growth of RSS
 (MiB, and KiB per kernel) after `jax.clear_caches()` and `gc.collect()`, and
 of the bytes malloc holds in use (glibc's `mallinfo2`). The warm-up must
 outlast malloc's arenas filling to their high-water mark: on jaxlib 0.4.26
-RSS grows over the first ~200 kernels (fork and upstream alike, by the size
-of what a kernel's compilation allocates) and is flat after, while the bytes
-in use barely move; a shorter warm-up counts that fill as a leak.
+RSS grows over the first ~200 kernels (fork and upstream alike, more for a
+larger program) and is flat after, while the bytes in use barely move; a
+shorter warm-up counts that fill as a leak.
 
 Presets: `interpret=True`, `InterpretParams()`, and with `--python PY`
 (a Python whose jax is another, e.g. upstream 0.4.26 or the newest) that
@@ -102,11 +104,12 @@ def one(k):
   out = jax.jit(f)(jnp.ones((8, 128), jnp.float32))
   assert float(out[0, 0]) == 1 + c
 
-def batch(start, n):
+def batch(start, n):  # caches cleared every 50 kernels and at the end
   for k in range(start, start + n):
     one(k)
-  jax.clear_caches()
-  gc.collect()
+    if (k + 1 - start) % 50 == 0 or k + 1 == start + n:
+      jax.clear_caches()
+      gc.collect()
 
 import os
 batch(0, warmup)
