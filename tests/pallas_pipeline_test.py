@@ -18,6 +18,7 @@ Data are small integers in float32, so every result is exact whatever the
 order of summation, and is compared with NumPy exactly."""
 from __future__ import annotations
 
+import functools
 from unittest import mock
 
 from absl.testing import absltest
@@ -32,7 +33,9 @@ from jax.experimental import export
 from jax.experimental import mosaic
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
+import pallas_kernels
 
+register = pallas_kernels.registrar(__name__)
 ANY = pltpu.TPUMemorySpace.ANY
 VMEM = pltpu.TPUMemorySpace.VMEM
 
@@ -62,44 +65,39 @@ def outer_call(kernel, out_shape, *args, space=ANY, scratch_shapes=(),
 ACCUMULATOR_RACE = "copies into a slot still being copied out"
 
 
-class PipelineTest(jtu.JaxTestCase):
-
-  @parameterized.product(
-      case=[
-          # (x shape, block, grid, index map): out = 2 * x + 1, blockwise
-          ((64, 256), (16, 128), (4, 2), lambda i, j: (i, j)),
-          ((64, 256), (16, 128), (2, 4), lambda j, i: (i, j)),   # transposed
-          ((32, 128), (32, 128), (1, 1), lambda i, j: (i, j)),   # one step
-          ((8, 384), (None, 128), (8, 3), lambda i, j: (i, j)),  # squeezed
-          ((6, 16, 128), (2, 8, 128), (3, 2, 1), lambda i, j, k: (i, j, k)),
-      ],
-      # (the pipeline's spec, the operands'): a VMEM spec needs VMEM operands
-      spaces=[(None, ANY), (None, VMEM), (VMEM, VMEM)],
-  )
-  def test_elementwise(self, case, spaces):
-    shape, block, grid, index_map = case
-    spec_space, outer_space = spaces
-    x = ints(0, *shape)
+# Small integers in float32, dots included: every kernel's data are exact.
+def _elementwise(shape, block, grid, index_map, spec_space, outer_space):
+  def make(interpret):
     spec = pl.BlockSpec(index_map, block, memory_space=spec_space)
     def body(x_ref, o_ref):
       o_ref[...] = 2 * x_ref[...] + 1
     def kernel(x_ref, o_ref):
       pltpu.emit_pipeline(body, grid=grid, in_specs=[spec],
                           out_specs=spec)(x_ref, o_ref)
-    out = outer_call(kernel, jax.ShapeDtypeStruct(shape, jnp.float32), x,
-                     space=outer_space)
-    np.testing.assert_array_equal(out, 2 * x + 1)
+    return lambda x: outer_call(kernel, jax.ShapeDtypeStruct(
+        shape, jnp.float32), x, space=outer_space, interpret=interpret)
+  x = ints(0, *shape)
+  return make, (x,), 2 * x + 1
+ELEMENTWISE = [
+    register(f"elementwise_{case}_{spaces}",
+             *_elementwise(*shape_block_grid_map, *space_pair))
+    for case, shape_block_grid_map in [
+        # (x shape, block, grid, index map): out = 2 * x + 1, blockwise
+        ("blocks", ((64, 256), (16, 128), (4, 2), lambda i, j: (i, j))),
+        ("transposed", ((64, 256), (16, 128), (2, 4), lambda j, i: (i, j))),
+        ("one_step", ((32, 128), (32, 128), (1, 1), lambda i, j: (i, j))),
+        ("squeezed", ((8, 384), (None, 128), (8, 3), lambda i, j: (i, j))),
+        ("rank3", ((6, 16, 128), (2, 8, 128), (3, 2, 1),
+                   lambda i, j, k: (i, j, k)))]
+    # (the pipeline's spec, the operands'): a VMEM spec needs VMEM operands
+    for spaces, space_pair in [("any", (None, ANY)), ("vmem", (None, VMEM)),
+                               ("vmem_specs", (VMEM, VMEM))]]
 
-  @parameterized.parameters(
-      # (m, k, n, tm, tk, tn)
-      (64, 96, 128, 16, 32, 128),
-      (32, 64, 256, 32, 64, 128),
-      (128, 128, 128, 128, 32, 128),
-  )
-  def test_matmul_with_reduction_axis(self, m, k, n, tm, tk, tn):
-    # The output block stays the same along the last grid axis: it is
-    # copied out only when it changes.
-    x, y = ints(1, m, k), ints(2, k, n)
+
+def _matmul(m, k, n, tm, tk, tn):
+  # The output block stays the same along the last grid axis: it is copied
+  # out only when it changes.
+  def make(interpret):
     def body(x_ref, y_ref, z_ref):
       @pl.when(pl.program_id(2) == 0)
       def _():
@@ -112,28 +110,39 @@ class PipelineTest(jtu.JaxTestCase):
                     pl.BlockSpec(lambda i, j, l: (l, j), (tk, tn))],
           out_specs=pl.BlockSpec(lambda i, j, l: (i, j), (tm, tn)),
       )(x_ref, y_ref, z_ref)
-    out = outer_call(kernel, jax.ShapeDtypeStruct((m, n), jnp.float32), x, y)
-    np.testing.assert_array_equal(out, x @ y)
+    return lambda x, y: outer_call(kernel, jax.ShapeDtypeStruct(
+        (m, n), jnp.float32), x, y, interpret=interpret)
+  x, y = ints(1, m, k), ints(2, k, n)
+  return make, (x, y), x @ y
+MATMULS = [register(f"matmul_with_reduction_axis_{'_'.join(map(str, c))}",
+                    *_matmul(*c))
+           for c in [(64, 96, 128, 16, 32, 128),  # (m, k, n, tm, tk, tn)
+                     (32, 64, 256, 32, 64, 128),
+                     (128, 128, 128, 128, 32, 128)]]
 
-  def test_operand_whose_block_never_changes(self):
-    x, b = ints(3, 64, 128), ints(4, 8, 128)
-    def body(x_ref, b_ref, o_ref):
-      o_ref[...] = x_ref[...] * b_ref[...]
-    def kernel(x_ref, b_ref, o_ref):
-      pltpu.emit_pipeline(
-          body, grid=(8,),
-          in_specs=[pl.BlockSpec(lambda i: (i, 0), (8, 128)),
-                    pl.BlockSpec(lambda i: (0, 0), (8, 128))],
-          out_specs=pl.BlockSpec(lambda i: (i, 0), (8, 128)),
-      )(x_ref, b_ref, o_ref)
-    out = outer_call(kernel, jax.ShapeDtypeStruct(x.shape, jnp.float32), x, b)
-    np.testing.assert_array_equal(out, x * np.tile(b, (8, 1)))
 
-  @parameterized.parameters(None, VMEM)
-  def test_accumulators(self, spec_space):
-    # Like upstream's test_double_pipeline_matmul: the second pipeline adds
-    # its result to what the first wrote; with init_accumulators it does not.
-    x, y = ints(5, 64, 64), ints(6, 64, 128)
+def _block_never_changes(interpret):
+  def body(x_ref, b_ref, o_ref):
+    o_ref[...] = x_ref[...] * b_ref[...]
+  def kernel(x_ref, b_ref, o_ref):
+    pltpu.emit_pipeline(
+        body, grid=(8,),
+        in_specs=[pl.BlockSpec(lambda i: (i, 0), (8, 128)),
+                  pl.BlockSpec(lambda i: (0, 0), (8, 128))],
+        out_specs=pl.BlockSpec(lambda i: (i, 0), (8, 128)),
+    )(x_ref, b_ref, o_ref)
+  return lambda x, b: outer_call(kernel, jax.ShapeDtypeStruct(
+      x.shape, jnp.float32), x, b, interpret=interpret)
+BLOCK_NEVER_CHANGES = register(
+    "operand_whose_block_never_changes", _block_never_changes,
+    (ints(3, 64, 128), ints(4, 8, 128)),
+    ints(3, 64, 128) * np.tile(ints(4, 8, 128), (8, 1)))
+
+
+def _accumulators(spec_space):
+  # Like upstream's test_double_pipeline_matmul: the second pipeline adds its
+  # result to what the first wrote; with init_accumulators it does not.
+  def make(interpret):
     def body(x_ref, y_ref, z_ref):
       @pl.when(pl.program_id(2) == 0)
       def _():
@@ -153,27 +162,53 @@ class PipelineTest(jtu.JaxTestCase):
       z2_ref[...] = 7 * jnp.ones_like(z2_ref)
       pipeline(True)(x_ref, y_ref, z2_ref, init_accumulators=True)
     shape = jax.ShapeDtypeStruct((64, 128), jnp.float32)
-    z, z2 = outer_call(kernel, (shape, shape), x, y, space=VMEM)
-    np.testing.assert_array_equal(z, 2 * (x @ y))
-    np.testing.assert_array_equal(z2, x @ y)
+    return lambda x, y: outer_call(kernel, (shape, shape), x, y, space=VMEM,
+                                   interpret=interpret)
+  x, y = ints(5, 64, 64), ints(6, 64, 128)
+  return make, (x, y), (2 * (x @ y), x @ y)
+ACCUMULATORS = [register(f"accumulators_{name}", *_accumulators(space))
+                for name, space in [("hbm", None), ("vmem", VMEM)]]
+
+
+def _nested(interpret):
+  # An outer pipeline over row blocks in HBM; its body runs an inner one over
+  # (8, 128) tiles of each VMEM block.
+  tile = pl.BlockSpec(lambda i, j: (i, j), (8, 128))
+  def inner_body(x_ref, y_ref, o_ref):
+    o_ref[...] = x_ref[...] * y_ref[...] - pl.program_id(1)
+  def outer_body(x_ref, y_ref, o_ref):
+    pltpu.emit_pipeline(inner_body, grid=(4, 2), in_specs=[tile, tile],
+                        out_specs=tile)(x_ref, y_ref, o_ref)
+  rows = pl.BlockSpec(lambda i: (i, 0), (32, 256))
+  def kernel(x_ref, y_ref, o_ref):
+    pltpu.emit_pipeline(outer_body, grid=(2,), in_specs=[rows, rows],
+                        out_specs=rows)(x_ref, y_ref, o_ref)
+  return lambda x, y: outer_call(kernel, jax.ShapeDtypeStruct(
+      x.shape, jnp.float32), x, y, interpret=interpret)
+NESTED = register(
+    "nested_pipelines", _nested, (ints(7, 64, 256), ints(8, 64, 256)),
+    ints(7, 64, 256) * ints(8, 64, 256) - np.repeat(np.arange(2), 128))
+
+for _name in ["accumulator_across_cycles_with_the_fixed_schedule",
+              "manual_schedule_that_skips_reading_the_accumulator"]:
+  register(_name, excluded=f"a race a TPU can lose: the emitter "
+           f"{ACCUMULATOR_RACE}")
+register("lowering_matmul_with_accumulators", excluded="adds to its output's "
+         "uninitialized content (a test of the lowering alone)")
+
+
+class PipelineTest(jtu.JaxTestCase):
+
+  @parameterized.named_parameters((k.name.split(".")[1], k) for k in
+                                  ELEMENTWISE + MATMULS + ACCUMULATORS)
+  def test_elementwise_matmuls_and_accumulators(self, kernel):
+    kernel.check()
+
+  def test_operand_whose_block_never_changes(self):
+    BLOCK_NEVER_CHANGES.check()
 
   def test_nested_pipelines(self):
-    # An outer pipeline over row blocks in HBM; its body runs an inner one
-    # over (8, 128) tiles of each VMEM block.
-    x, y = ints(7, 64, 256), ints(8, 64, 256)
-    tile = pl.BlockSpec(lambda i, j: (i, j), (8, 128))
-    def inner_body(x_ref, y_ref, o_ref):
-      o_ref[...] = x_ref[...] * y_ref[...] - pl.program_id(1)
-    def outer_body(x_ref, y_ref, o_ref):
-      pltpu.emit_pipeline(inner_body, grid=(4, 2), in_specs=[tile, tile],
-                          out_specs=tile)(x_ref, y_ref, o_ref)
-    rows = pl.BlockSpec(lambda i: (i, 0), (32, 256))
-    def kernel(x_ref, y_ref, o_ref):
-      pltpu.emit_pipeline(outer_body, grid=(2,), in_specs=[rows, rows],
-                          out_specs=rows)(x_ref, y_ref, o_ref)
-    out = outer_call(kernel, jax.ShapeDtypeStruct(x.shape, jnp.float32), x, y)
-    col_block = np.repeat(np.arange(2), 128)[None, :]
-    np.testing.assert_array_equal(out, x * y - col_block)
+    NESTED.check()
 
 
 class CyclesAndSchedulesTest(jtu.JaxTestCase):
@@ -218,8 +253,7 @@ class CyclesAndSchedulesTest(jtu.JaxTestCase):
                       input_output_aliases={} if out_init is None else {1: 0})
 
   def test_cycles_carry_prefetches(self):
-    x = ints(9, self.CHUNKS * self.ROWS, 128)
-    np.testing.assert_array_equal(self.run_cycles(x), x + 1)
+    CYCLES.check()
 
   def test_cycle_without_its_prefetch_is_an_error_not_a_hang(self):
     # Cycle 1 waits at its first step for the copy that only a prefetch in
@@ -278,6 +312,14 @@ class CyclesAndSchedulesTest(jtu.JaxTestCase):
     with self.assertRaisesRegex(RuntimeError, "no device can proceed"):
       jax.block_until_ready(outer_call(
           kernel, jax.ShapeDtypeStruct((16, 128), jnp.float32), b))
+
+
+CYCLES = register(
+    "cycles_carry_prefetches", lambda interpret: functools.partial(
+        CyclesAndSchedulesTest.run_cycles, CyclesAndSchedulesTest,
+        interpret=interpret),
+    (ints(9, 3 * 32, 128),), ints(9, 3 * 32, 128) + 1)
+assert CyclesAndSchedulesTest.CHUNKS * CyclesAndSchedulesTest.ROWS == 3 * 32
 
 
 class TpuLoweringTest(jtu.JaxTestCase):

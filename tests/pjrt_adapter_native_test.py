@@ -22,6 +22,7 @@ unset and the caches (XDG_CACHE_HOME, HOME) are empty folders.
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 import shutil
@@ -109,6 +110,28 @@ class NoCompilerTest(absltest.TestCase):
     self.assertEqual(Path(library), self.site / expected)
     self.assertEqual(Path(library).read_bytes(), shipped)
     self.assertEqual(cached, "[]")   # nothing compiled into the cache
+
+  def test_a_newer_plugin_is_served_with_no_compiler(self):
+    sys.path.insert(0, str(Path(__file__).parent))
+    from conftest import pjrt_plugin_path  # pylint: disable=g-import-not-at-top
+    if pjrt_plugin_path() is None:
+      self.skipTest("no newer PJRT CPU plugin (lammps-jax-pjrt-cpu)")
+    config = self.tmp / "plugin.json"
+    config.write_text(json.dumps({"library_path": pjrt_plugin_path(),
+                                  "create_options": {"cpu_device_count": 2}}))
+    env = self.no_compiler_env()
+    env.update(PJRT_NAMES_AND_LIBRARY_PATHS=f"plugin:{config}",
+               JAX_PLATFORMS="plugin")
+    probe = textwrap.dedent("""
+        import os, jax, jax.numpy as jnp
+        from pathlib import Path
+        print(jax.devices()[0].client.platform, float(jnp.arange(4.).sum()))
+        print(sorted(p.name for p in Path(os.environ["XDG_CACHE_HOME"]).rglob("*")))
+        """)
+    r = subprocess.run([sys.executable, "-c", probe], env=env, cwd=self.tmp,
+                       capture_output=True, text=True)
+    self.assertEqual(r.returncode, 0, r.stderr)
+    self.assertEqual(r.stdout.splitlines(), ["cpu 6.0", "[]"])
 
 
 if __name__ == "__main__":

@@ -11,20 +11,30 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The fork on a TPU; every test skips without one.
+"""The fork on a TPU; every test skips without one, but those of the
+registry of Pallas test kernels (PallasKernelsTest) that need none.
 
-On a TPU machine: `JAX_PLATFORMS=tpu,cpu python -m pytest tests/tpu_test.py`.
-A runtime newer than jaxlib 0.4.26's is served through the PJRT adapter
-(jax._src.pjrt_adapter). Data are small integers (or powers of 2), so that
-results are exact in any order of summation, and are compared with NumPy or
-with the CPU backend.
+On a TPU machine: `JAX_PLATFORMS=tpu,cpu python -m pytest tests/tpu_test.py`
+(chipcheck/tpu_test.sh). A runtime newer than jaxlib 0.4.26's is served
+through the PJRT adapter (jax._src.pjrt_adapter). Data are small integers (or
+powers of 2), so that results are exact in any order of summation, and are
+compared with NumPy or with the CPU backend.
+
+The differential: every kernel of the fork's Pallas tests that a TPU can run
+(tests/pallas_kernels.py) runs on the chip and, on the CPU, under
+`interpret=True` and `pltpu.InterpretParams()`; the three agree with each
+other and with NumPy, exactly where the data are exact. A kernel the chip
+refuses, `InterpretParams()` refuses too.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import io
 import os
 import tempfile
+import time
+import traceback
 import unittest.mock
 
 from absl.testing import absltest
@@ -35,8 +45,10 @@ import jax.numpy as jnp
 from jax import lax
 from jax._src import pjrt_adapter
 from jax._src import test_util as jtu
+from jax.experimental import export
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
+import pallas_kernels
 
 jax.config.parse_flags_with_absl()
 
@@ -46,6 +58,44 @@ VMEM = pltpu.TPUMemorySpace.VMEM
 
 def ints(seed, *shape, dtype=np.float32):
   return np.random.RandomState(seed).randint(-3, 4, shape).astype(dtype)
+
+
+def on_cpu(kernel: pallas_kernels.Kernel, interpret):
+  """The kernel's output in interpret mode on the CPU backend."""
+  with jax.default_device(jax.devices("cpu")[0]):
+    return kernel.run(interpret)
+
+
+def presets(kernel: pallas_kernels.Kernel):
+  """(name, interpret) of both interpret presets, for this kernel."""
+  return [("interpret=True", True),
+          ("InterpretParams()", pltpu.InterpretParams(**kernel.params))]
+
+
+def words(e: BaseException) -> str:
+  """An exception's type and first line, and its causes'."""
+  lines = []
+  while e is not None:
+    text = "".join(traceback.format_exception_only(type(e), e)).strip()
+    lines.append(text.splitlines()[0][:300] if text else type(e).__name__)
+    e = e.__cause__
+  return " <- ".join(lines)
+
+
+def runnable() -> list[pallas_kernels.Kernel]:
+  return [k for k in pallas_kernels.registry() if not k.excluded]
+
+
+def counts_line(kernels, **counts) -> str:
+  excluded = [k for k in pallas_kernels.registry() if k.excluded]
+  return (f"{len(kernels) + len(excluded)} kernels registered: "
+          f"{len(excluded)} excluded, {len(kernels)} run "
+          f"({sum(k.exact for k in kernels)} exact, "
+          f"{sum(not k.exact for k in kernels)} to a tolerance, "
+          f"{sum(bool(k.refused) for k in kernels)} refused by "
+          "InterpretParams(), "
+          f"{sum(bool(k.split) for k in kernels)} not lowered on a CPU host); " +
+          ", ".join(f"{n.replace('_', ' ')} {v}" for n, v in counts.items()))
 
 
 class TpuTest(jtu.JaxTestCase):
@@ -227,12 +277,127 @@ class TpuTest(jtu.JaxTestCase):
           with self.assertRaisesRegex(ValueError, "divisible by 8 and 128"):
             narrow_blocks(x[:128, :128])
 
+  def test_pallas_kernels_on_the_chip(self):   # tests/pallas_kernels.py
+    """Each kernel the fork's Pallas tests run, on the chip and under both
+    interpret presets on the CPU: the same answers (exact where the data
+    are), NumPy's; a kernel the chip refuses, InterpretParams() refuses."""
+    kernels = runnable()
+    results = collections.Counter()
+    failures = []
+    start = time.time()
+    for kernel in kernels:
+      try:
+        chip, chip_error = kernel.run(False), None
+      except Exception as e:  # pylint: disable=broad-except
+        chip, chip_error = None, e
+      problems = []
+      tol = kernel.chip_tol or kernel.tol
+      if chip_error is not None:
+        try:
+          on_cpu(kernel, pltpu.InterpretParams(**kernel.params))
+          if kernel.split:   # known: issue 48
+            results["refused_by_the_chip_alone_as_known"] += 1
+            print(f"split {kernel.name}: chip: {words(chip_error)}")
+          else:
+            problems.append(f"the chip refuses ({words(chip_error)}); "
+                            "InterpretParams() runs it")
+        except Exception as e:  # pylint: disable=broad-except
+          results["refused_by_both"] += 1
+          print(f"refused by both {kernel.name}: chip: {words(chip_error)}; "
+                f"InterpretParams(): {words(e)}")
+      else:
+        results["ran_on_the_chip"] += 1
+        if kernel.refused:
+          problems.append("the chip runs it; InterpretParams() refuses it")
+        for check, got in [("NumPy", kernel.want)] + [
+            (name, lambda interpret=interpret: on_cpu(kernel, interpret))
+            for name, interpret in presets(kernel)
+            if not (kernel.refused and interpret is not True)]:
+          try:
+            got = got() if callable(got) else got
+            kernel.assert_close(chip, got, tol)
+          except Exception as e:  # pylint: disable=broad-except
+            problems.append(f"{check} differs: {str(e).strip()[:600]}")
+        if not problems:
+          results["agreed_exactly" if kernel.exact else
+                  "agreed_to_a_tolerance"] += 1
+          if kernel.split:
+            print(f"note {kernel.name}: runs on the chip, though Pallas's "
+                  "lowering refuses it on a CPU host")
+      for p in problems:
+        failures.append(f"{kernel.name}: {p}")
+      print(f"{'FAIL' if problems else 'ok  '} {kernel.name}")
+    print(counts_line(kernels, **results, disagreed=len(
+        {f.split(":")[0] for f in failures})) +
+          f"; {time.time() - start:.0f} s")
+    self.assertEqual(failures, [])
+
   def test_profiler_sees_the_device(self):
     with tempfile.TemporaryDirectory() as d:
       with jax.profiler.trace(d):
         jax.block_until_ready(jnp.ones((256, 256)) @ jnp.ones((256, 256)))
       files = [f for _, _, fs in os.walk(d) for f in fs]
       self.assertTrue(any(f.endswith(".xplane.pb") for f in files), files)
+
+
+class PallasKernelsTest(jtu.JaxTestCase):
+  """The registry of the fork's Pallas test kernels, without a TPU: what
+  TpuTest.test_pallas_kernels_on_the_chip runs, less the chip."""
+
+  def test_the_registry(self):
+    kernels = pallas_kernels.registry()
+    for kernel in kernels:
+      self.assertTrue(kernel.excluded or kernel.make, kernel.name)
+      self.assertFalse(kernel.refused and kernel.excluded, kernel.name)
+    by_file = collections.Counter(k.name.split(".")[0] for k in kernels
+                                  if not k.excluded)
+    self.assertEqual(set(by_file) | {"pallas_interpret_devices"}, {
+        m.removesuffix("_test") for m in pallas_kernels.MODULES})
+    self.assertEqual(len({k.name for k in kernels}), len(kernels))
+
+  def test_both_presets_agree_with_numpy(self):
+    if jax.default_backend() == "tpu":
+      self.skipTest("on a TPU, test_pallas_kernels_on_the_chip runs these")
+    kernels = runnable()
+    for kernel in kernels:
+      with self.subTest(kernel.name):
+        outputs = {}
+        for name, interpret in presets(kernel):
+          if kernel.refused and interpret is not True:
+            with self.assertRaisesRegex(Exception, kernel.refused):
+              on_cpu(kernel, interpret)
+            continue
+          outputs[name] = on_cpu(kernel, interpret)
+          kernel.assert_close(outputs[name], kernel.want)
+        if len(outputs) == 2:
+          kernel.assert_close(*outputs.values())
+    print(counts_line(kernels))
+
+  def test_kernels_lower_for_a_tpu(self):
+    """Pallas's lowering to Mosaic, for a TPU, on this host (what Mosaic
+    then refuses, only a chip tells: the block shapes of `refused`)."""
+    if jax.default_backend() == "tpu":
+      self.skipTest("on a TPU, test_pallas_kernels_on_the_chip compiles them")
+    for kernel in runnable():
+      if kernel.refused:
+        continue
+      with self.subTest(kernel.name):
+        shapes = [jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype)
+                  for a in kernel.args]
+        lower = lambda: export.export(kernel.make(False), lowering_platforms=(
+            "tpu",))(*shapes)  # pylint: disable=cell-var-from-loop
+        if kernel.split:
+          # Refused in the known words. (Kernels without inputs fail only in
+          # some processes: their custom call's module, with result layouts
+          # and no operand layouts, is refused when StableHLO verifies it.)
+          try:
+            lower()
+            print(f"{kernel.name} lowers here: drop its `split` if it does "
+                  "in every process")
+          except Exception as e:  # pylint: disable=broad-except
+            self.assertRegex(words(e), kernel.split)
+        else:
+          self.assertIn("tpu_custom_call", lower().mlir_module())
 
 
 if __name__ == "__main__":
