@@ -14,8 +14,8 @@
 """Pallas TPU lowering rules for erf, sign, integer rem and floor_divide,
 boolean and float comparisons, argmax/argmin, min and cumsum: each kernel
 lowers for TPU on this CPU host, to the Mosaic ops named, and runs in
-interpret mode with NumPy's answers. (Running them on a TPU:
-chipcheck/lowering_on_chip.py.)"""
+interpret mode with NumPy's answers. (On a TPU: tests/tpu_test.py runs them
+on the chip, registered in tests/pallas_kernels.py.)"""
 from __future__ import annotations
 
 import math
