@@ -66,9 +66,9 @@ def scalar(fn):
       out_specs=pl.BlockSpec(memory_space=SMEM)), (SCALARS,)
 
 
-def dma_loop(steps: int = 4):
+def dma_loop(steps: int = 4, *, interpret: object = False):
   """Double-buffered DMAs from HBM whose slot is `i % 2` in a fori_loop:
-  o[i] = 2 * x[i]."""
+  o[i] = 2 * x[i] (tests/pallas_tpu_lowering_test.py runs it too)."""
   def kernel(x_hbm, o_ref, buf, sems):
     def copy(i, slot):
       return pltpu.make_async_copy(x_hbm.at[i], buf.at[slot], sems.at[slot])
@@ -84,7 +84,7 @@ def dma_loop(steps: int = 4):
     lax.fori_loop(0, steps, body, 0)
   shape = jax.ShapeDtypeStruct((steps, 8, 128), jnp.float32)
   return pl.pallas_call(
-      kernel, out_shape=shape,
+      kernel, out_shape=shape, interpret=interpret,
       grid_spec=pltpu.PrefetchScalarGridSpec(
           num_scalar_prefetch=0, grid=(),
           in_specs=[pl.BlockSpec(memory_space=ANY)],

@@ -36,10 +36,10 @@ from jax.experimental import mosaic
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 import pallas_kernels
+import pallas_tpu_lowering  # benchmarks/: its kernels are this file's too
 
 register = pallas_kernels.registrar(__name__)
 SMEM = pltpu.TPUMemorySpace.SMEM
-ANY = pltpu.TPUMemorySpace.ANY
 RNG = np.random.default_rng(0)
 
 
@@ -77,33 +77,6 @@ def scalar_call(fn, pairs, *, interpret):
       kernel, out_shape=jax.ShapeDtypeStruct((n,), jnp.int32),
       in_specs=[pl.BlockSpec(memory_space=SMEM)],
       out_specs=pl.BlockSpec(memory_space=SMEM), interpret=interpret)
-
-
-def dma_loop_call(steps, *, interpret):
-  """Double-buffered DMAs from HBM, the slot `i % 2` in a fori_loop:
-  o[i] = 2 * x[i]."""
-  def kernel(x_hbm, o_ref, buf, sems):
-    def copy(i, slot):
-      return pltpu.make_async_copy(x_hbm.at[i], buf.at[slot], sems.at[slot])
-    copy(0, 0).start()
-    def body(i, carry):
-      slot = i % 2
-      @pl.when(i + 1 < steps)
-      def _():
-        copy(i + 1, 1 - slot).start()
-      copy(i, slot).wait()
-      o_ref[i] = buf[slot] * 2.0
-      return carry
-    lax.fori_loop(0, steps, body, 0)
-  return pl.pallas_call(
-      kernel, out_shape=jax.ShapeDtypeStruct((steps, 8, 128), jnp.float32),
-      interpret=interpret,
-      grid_spec=pltpu.PrefetchScalarGridSpec(
-          num_scalar_prefetch=0, grid=(),
-          in_specs=[pl.BlockSpec(memory_space=ANY)],
-          out_specs=pl.BlockSpec(memory_space=None),
-          scratch_shapes=[pltpu.VMEM((2, 8, 128), jnp.float32),
-                          pltpu.SemaphoreType.DMA((2,))]))
 
 
 def np_cumsum(x, axis, reverse):
@@ -219,7 +192,8 @@ SCALAR_KERNELS = {
 _x = RNG.normal(size=(5, 8, 128)).astype(np.float32)
 MOD_2_DMA_LOOP = register(
     "mod_2_in_fori_loop_picks_dma_slot",
-    lambda interpret: dma_loop_call(5, interpret=interpret), (_x,), 2 * _x)
+    lambda interpret: pallas_tpu_lowering.dma_loop(5, interpret=interpret)[0],
+    (_x,), 2 * _x)
 
 
 class LoweringTest(jtu.JaxTestCase):
