@@ -693,6 +693,90 @@ for _name in ["dma_never_waited_for", "signal_never_waited_for",
   register(_name, excluded="leaves a semaphore non-zero or waits forever")
 
 
+# What a TPU's Mosaic refuses of kernels that Pallas lowers (a TPU v5e
+# refused the kernels of pallas_tpu_interpret_test and pallas_pipeline_test
+# these stand for, in these words): copies of (8, 128) column blocks of a
+# (8, 512) array, and stores into a view of 128 columns.
+_W = np.arange(8 * 512, dtype=np.float32).reshape(8, 512)
+
+
+def _column_copies(start):
+  """o[:, 128 j:128 (j + 1)] = x[:, start(j):start(j) + 128], by DMAs."""
+  def kernel(x_hbm, o_ref, buf, sem):
+    def body(j, _):
+      copy = pltpu.make_async_copy(
+          x_hbm.at[:, pl.ds(start(j), 128)], buf, sem.at[0])
+      copy.start()
+      copy.wait()
+      o_ref[:, pl.ds(pl.multiple_of(j * 128, 128), 128)] = buf[...]
+    lax.fori_loop(0, 3, body, None)
+  return lambda interpret: functools.partial(
+      call, kernel, out_shape=jax.ShapeDtypeStruct((8, 384), jnp.float32),
+      in_specs=[pl.BlockSpec(memory_space=ANY)],
+      scratch_shapes=[VMEM((8, 128), jnp.float32), DMA((1,))],
+      interpret=interpret)
+UNALIGNED_DMA = "a TPU refuses this DMA: its source starts in the last dimension"
+COLUMN_COPIES = {
+    name: register(f"dma_of_columns_{name}", _column_copies(start), (_W,),
+                   np.concatenate([_W[:, s:s + 128] for s in want], 1),
+                   refused=None if name.startswith("aligned") else
+                   UNALIGNED_DMA)
+    for name, start, want in [
+        # The offsets Mosaic knows: literals, pl.multiple_of, their sums and
+        # products; not a traced number alone.
+        ("aligned_by_multiple_of", lambda j: pl.multiple_of(j * 128, 128),
+         (0, 128, 256)),
+        ("aligned_by_a_product", lambda j: 128 * j + 128, (128, 256, 384)),
+        ("at_a_traced_multiple_of_64", lambda j: pl.multiple_of(j * 64, 64),
+         (0, 64, 128)),
+        ("at_a_traced_column", lambda j: j, (0, 1, 2))]}
+
+
+def _store_through_view(lanes):
+  def kernel(x_ref, o_ref):
+    o_ref[...] = jnp.zeros_like(o_ref)
+    view = o_ref.at[:, lanes:2 * lanes]
+    view[...] = x_ref[:, :lanes]
+  want = np.zeros((8, 512), np.float32)
+  want[:, lanes:2 * lanes] = _W[:, :lanes]
+  return register(
+      f"store_through_a_view_of_{lanes}_lanes", lambda interpret: (
+          functools.partial(call, kernel, out_shape=jax.ShapeDtypeStruct(
+              (8, 512), jnp.float32), interpret=interpret)), (_W,), want,
+      refused=None if lanes % 128 == 0 else "goes through a view that cuts "
+      "the last dimension other than in whole 128-lane tiles")
+VIEWS = {lanes: _store_through_view(lanes) for lanes in (128, 64)}
+
+
+def _add(dtype):
+  x = np.arange(8 * 128).reshape(8, 128).astype(dtype)
+  return register(
+      f"add_of_{np.dtype(dtype).name}_vectors", lambda interpret: (
+          functools.partial(call, lambda x_ref, o_ref: o_ref.__setitem__(
+              ..., x_ref[...] + x_ref[...]), out_shape=jax.ShapeDtypeStruct(
+                  x.shape, x.dtype), interpret=interpret)), (x,), x + x,
+      refused="a TPU refuses add of int8 vectors" if dtype == np.int8 else
+      None)
+ADDS = {dtype: _add(dtype) for dtype in (np.int8, np.int32)}
+
+
+class MosaicRefusalsTest(jtu.JaxTestCase):
+  """What a TPU's Mosaic refuses of a kernel that lowers: InterpretParams()
+  refuses it in Mosaic's words; interpret=True runs it."""
+
+  @parameterized.named_parameters(
+      (k.name.split(".")[1], k)
+      for k in [*COLUMN_COPIES.values(), *VIEWS.values(), *ADDS.values()])
+  def test_refused_as_a_tpu_refuses(self, kernel):
+    if kernel.refused is None:
+      quiet(kernel.check, RACES)
+      return
+    with self.assertRaisesRegex(Exception, kernel.refused) as e:
+      kernel.run(PARAMS)
+    self.assertIn(HERE, str(e.exception))   # the line, in the message
+    kernel.check(pltpu.InterpretParams(checks=False))
+
+
 class LoweringTest(jtu.JaxTestCase):
   """A kernel the Pallas TPU lowering refuses: InterpretParams() refuses it, in
   the lowering's words (lowered as for a TPU, on the CPU)."""
