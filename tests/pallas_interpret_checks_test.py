@@ -715,12 +715,11 @@ def _column_copies(start):
       in_specs=[pl.BlockSpec(memory_space=ANY)],
       scratch_shapes=[VMEM((8, 128), jnp.float32), DMA((1,))],
       interpret=interpret)
-UNALIGNED_DMA = "a TPU refuses this DMA: its source starts in the last dimension"
 COLUMN_COPIES = {
     name: register(f"dma_of_columns_{name}", _column_copies(start), (_W,),
                    np.concatenate([_W[:, s:s + 128] for s in want], 1),
                    refused=None if name.startswith("aligned") else
-                   UNALIGNED_DMA)
+                   pallas_kernels.UNALIGNED_DMA)
     for name, start, want in [
         # The offsets Mosaic knows: literals, pl.multiple_of, their sums and
         # products; not a traced number alone.
@@ -743,8 +742,7 @@ def _store_through_view(lanes):
       f"store_through_a_view_of_{lanes}_lanes", lambda interpret: (
           functools.partial(call, kernel, out_shape=jax.ShapeDtypeStruct(
               (8, 512), jnp.float32), interpret=interpret)), (_W,), want,
-      refused=None if lanes % 128 == 0 else "goes through a view that cuts "
-      "the last dimension other than in whole 128-lane tiles")
+      refused=None if lanes % 128 == 0 else pallas_kernels.LANE_CUTTING_VIEW)
 VIEWS = {lanes: _store_through_view(lanes) for lanes in (128, 64)}
 
 
@@ -755,8 +753,7 @@ def _add(dtype):
           functools.partial(call, lambda x_ref, o_ref: o_ref.__setitem__(
               ..., x_ref[...] + x_ref[...]), out_shape=jax.ShapeDtypeStruct(
                   x.shape, x.dtype), interpret=interpret)), (x,), x + x,
-      refused="a TPU refuses add of int8 vectors" if dtype == np.int8 else
-      None)
+      refused=pallas_kernels.INT8_ADD if dtype == np.int8 else None)
 ADDS = {dtype: _add(dtype) for dtype in (np.int8, np.int32)}
 
 

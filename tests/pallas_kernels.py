@@ -28,6 +28,14 @@ import numpy as np
 
 import jax
 
+# The words of InterpretParams()' refusals of what a TPU's Mosaic refuses in
+# kernels Pallas lowers (a TPU v5e refused the kernels registered with them).
+UNALIGNED_DMA = ("a TPU refuses this DMA: its source starts in the last "
+                 "dimension")
+LANE_CUTTING_VIEW = ("goes through a view that cuts the last dimension other "
+                     "than in whole 128-lane tiles")
+INT8_ADD = "a TPU refuses add of int8 vectors"
+
 # The files that register kernels, imported by `registry()`.
 MODULES = ("pallas_tpu_interpret_test", "pallas_pipeline_test",
            "pallas_interpret_kernels_test", "pallas_interpret_checks_test",

@@ -116,10 +116,9 @@ def _matmul(m, k, n, tm, tk, tn):
   return make, (x, y), x @ y
 # A TPU refuses a DMA that starts a block at a column not a multiple of 128
 # (tk = 32 below; InterpretParams() refuses it too).
-UNALIGNED_DMA = "a TPU refuses this DMA: its source starts in the last dimension"
 MATMULS = [register(f"matmul_with_reduction_axis_{'_'.join(map(str, c))}",
-                    *_matmul(*c), refused=UNALIGNED_DMA if c[4] % 128 and
-                    c[4] != c[1] else None)
+                    *_matmul(*c), refused=pallas_kernels.UNALIGNED_DMA
+                    if c[4] % 128 and c[4] != c[1] else None)
            for c in [(64, 96, 128, 16, 32, 128),  # (m, k, n, tm, tk, tn)
                      (32, 64, 256, 32, 64, 128),
                      (128, 128, 128, 128, 32, 128)]]
@@ -171,7 +170,7 @@ def _accumulators(spec_space):
   x, y = ints(5, 64, 64), ints(6, 64, 128)
   return make, (x, y), (2 * (x @ y), x @ y)
 ACCUMULATORS = [register(f"accumulators_{name}", *_accumulators(space),
-                         refused=UNALIGNED_DMA)
+                         refused=pallas_kernels.UNALIGNED_DMA)
                 for name, space in [("hbm", None), ("vmem", VMEM)]]
 
 
