@@ -23,6 +23,7 @@ small fakes compiled here, each tripping one check.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import gc
 import io
@@ -43,6 +44,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax._src import config
 from jax._src import pjrt_adapter
 from jax._src import test_util as jtu
 from jax._src import xla_bridge
@@ -370,30 +372,92 @@ class CompileOptionsTest(jtu.JaxTestCase):
 
 
 class RenumberTest(jtu.JaxTestCase):
-  """Optimized HLO comes back with ids jaxlib 0.4.26 reads."""
+  """Optimized HLO comes back with ids jaxlib 0.4.26 reads (the C half)."""
+
+  def renumbered(self, module: bytes, format_: bytes) -> bytes:
+    renumber = pjrt_adapter._native().jax_pjrt_adapter_renumber
+    renumber.restype = ctypes.c_size_t
+    renumber.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
+                         ctypes.c_size_t]
+    buf = ctypes.create_string_buffer(module, len(module))
+    size = renumber(format_, len(format_), buf, len(module))
+    return buf.raw[:size]
 
   def test_ids_above_int_max_become_intervals(self):
-    v, pb = pjrt_adapter._varint, lambda n, b: (
-        pjrt_adapter._varint(n << 3 | 2) + pjrt_adapter._varint(len(b)) + b)
-    def instruction(id_, *operands):
-      return pb(2, pjrt_adapter._varint(35 << 3) + v(id_) + (
-          pb(36, b"".join(v(o) for o in operands)) if operands else b""))
+    v = pjrt_adapter._varint
+    pb = lambda n, b: v(n << 3 | 2) + v(len(b)) + b
+    def instruction(id_, *operands, packed=True):
+      ops = (b"".join(v(36 << 3) + v(o) for o in operands) if not packed
+             else pb(36, b"".join(v(o) for o in operands)) if operands else b"")
+      return pb(2, v(35 << 3) + v(id_) + pb(1, b"name") + ops)
     big = lambda c, i: (c << 32) | i
     comp1 = instruction(big(1, 0)) + instruction(big(1, 2), big(1, 0))
-    comp7 = instruction(big(7, 0)) + instruction(big(7, 1), big(7, 0), big(1, 2))
-    module = (pb(3, comp7 + pjrt_adapter._varint(6 << 3) + v(big(7, 1))) +
-              pb(3, comp1))
-    ids, operands, roots = [], [], []
-    new = pjrt_adapter._renumbered(module)
-    pjrt_adapter._edit(new, {3: lambda c: pjrt_adapter._edit(c, {
-        2: lambda i: pjrt_adapter._edit(i, {35: ids.append,
-                                            36: operands.append}),
-        6: roots.append})})
-    # computation 1 holds ids 0..2, computation 7 ids 3..4
-    self.assertEqual(ids, [3, 4, 0, 2])
-    self.assertEqual(roots, [4])
-    self.assertEqual(operands, [v(3) + v(2), v(0)])
-    self.assertEqual(pjrt_adapter._renumbered(new), new)  # small ids stay
+    comp7 = (instruction(big(7, 0)) +
+             instruction(big(7, 1), big(7, 0), big(1, 2), packed=False))
+    # HloModuleProto: computations (3; root_id 6), schedule (7): sequences
+    # (1, a map) -> value (2) -> instruction_ids (1)
+    schedule = pb(7, pb(1, v(1 << 3) + v(7) + pb(2, pb(1, v(big(7, 0)) +
+                                                     v(big(7, 1))))))
+    module = (pb(1, b"m") + pb(3, comp7 + v(6 << 3) + v(big(7, 1))) +
+              pb(3, comp1) + schedule)
+    for format_, wrap in ((b"hlo", lambda m: m),
+                          (b"hlo_with_config", lambda m: pb(1, m) + pb(2, b"c"))):
+      new = self.renumbered(wrap(module), format_)
+      if format_ != b"hlo":
+        parts = []
+        pjrt_adapter._edit(new, {1: parts.append})
+        (new,) = parts
+      ids, operands, roots, sequence = [], [], [], []
+      pjrt_adapter._edit(new, {
+          3: lambda c: pjrt_adapter._edit(c, {
+              2: lambda i: pjrt_adapter._edit(i, {35: ids.append,
+                                                  36: operands.append}),
+              6: roots.append}),
+          7: lambda s: pjrt_adapter._edit(s, {1: lambda e: pjrt_adapter._edit(
+              e, {2: lambda q: pjrt_adapter._edit(q, {1: sequence.append})})})})
+      # computation 1 holds ids 0..2, computation 7 ids 3..4
+      self.assertEqual(ids, [3, 4, 0, 2])
+      self.assertEqual(roots, [4])
+      self.assertEqual(operands, [3, 2, v(0)])
+      self.assertEqual(sequence, [v(3) + v(4)])
+      self.assertEqual(self.renumbered(new, b"hlo"), new)  # small ids stay
+    self.assertEqual(self.renumbered(module, b"mlir"), module)  # not HLO
+
+  def test_a_malformed_program_is_left_as_it_is(self):
+    module = pjrt_adapter._varint(3 << 3 | 2) + b"\x7f\x00"  # runs past end
+    self.assertEqual(self.renumbered(module, b"hlo"), module)
+
+
+class CompilePathTest(PluginTestCase):
+  """Compiling on the plugin runs no Python over the program: the Python
+  calls a compile makes do not grow with the program (a walk of its HLO in
+  Python would add calls for each instruction)."""
+
+  def python_calls(self, n: int) -> int:
+    def f(x):
+      for i in range(n):
+        x = jnp.sin(x) * (i + 1.0) + jnp.cos(x).sum()
+      return x
+    dev = plugin_client().local_devices()[0]
+    lowered = jax.jit(f).lower(jax.device_put(np.ones(8, np.float32), dev))
+    calls = 0
+    def count(frame, event, arg):
+      nonlocal calls
+      calls += event == "call"
+    sys.setprofile(count)
+    try:  # (a slow compile would also offer the program to the disk cache)
+      with config.persistent_cache_min_compile_time_secs(1e9):
+        compiled = lowered.compile()
+      compiled.as_text(), compiled.cost_analysis()
+    finally:
+      sys.setprofile(None)
+    self.assertIn("sine", compiled.as_text())
+    return calls
+
+  def test_python_calls_do_not_grow_with_the_program(self):
+    self.python_calls(1)  # warm
+    small, large = self.python_calls(2), self.python_calls(60)
+    self.assertEqual(small, large)
 
 
 _FAKE = textwrap.dedent("""
