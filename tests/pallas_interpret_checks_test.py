@@ -564,106 +564,48 @@ def _copy(shape, dtype, block):
   return make, (x,), x
 
 
-# (name, array shape, dtype, a block Mosaic does not tile, one it does, the
-# words of the refusal)
-_BLOCKS = [
-    ("minor_dims", (64, 256), np.float32, (32, 64), (32, 128),
-     "the last two dimensions of your block shape are divisible by 8 and "
-     "128 respectively, or be equal to the respective dimensions of the "
-     r"overall array. Block spec for x_ref in pallas_call kernel has block "
-     r"shape \(32, 64\), array shape \(64, 256\)"),
-    ("rank_1_int8", (2048,), np.int8, (256,), (512,),
-     r"rank 1 block shapes, .* is a power of 2 and at least the tiling size "
-     r"\(512 = 128 \* \(32 // 8\)\)"),
-    # A TPU v5e refused int8 (8, 128), accepted int8 (32, 128) and bf16
-    # (8, 128) (chipcheck/tiling_on_chip.py).
-    ("int8_tiling", (64, 256), np.int8, (8, 128), (32, 128),
-     r"blocks hold whole tiles of their arrays. Block spec for x_ref in "
-     r"pallas_call kernel: the int8 array of shape \(64, 256\) has tiling "
-     r"\(32, 128\), but its block shape \(8, 128\) is not divisible by "
-     "tiling"),
-    ("fp8_tiling", (64, 256), jnp.float8_e5m2, (16, 256), (64, 128),
-     r"blocks hold whole tiles .* has tiling \(32, 128\), but its block "
-     r"shape \(16, 256\)")]
+# Blocks of a (64, 256) array, by dtype: (8, 128) blocks of 8-bit types,
+# (4, 128) blocks and (64, 64) blocks of any type do not hold whole tiles of
+# its layout (a TPU v5e refused them, accepted the others: its tiling of
+# 8-bit types is (32, 128), of the others (8, 128)); rank 1: a (2048,) int8
+# array in (256,) blocks (refused) and (512,) ones; blocks of the dtypes a
+# TPU v5e refuses whatever the shape, and their twins of a wider dtype.
+_BLOCK_TYPES = ("float32", "int32", "bfloat16", "int16", "int8", "float8_e5m2",
+                "float8_e4m3fn")
 BLOCKS = [
-    (name,
-     register(f"blocks_tiled_{name}", *_copy(shape, dtype, good)),
-     register(f"blocks_not_tiled_{name}", *_copy(shape, dtype, bad),
-              refused="The Pallas TPU lowering currently requires that " +
-              words))
-    for name, shape, dtype, bad, good, words in _BLOCKS]
-_x = np.arange(64 * 256).astype(jnp.bfloat16).reshape(64, 256)
-BF16_BLOCKS = register(
-    "bf16_tiling_takes_blocks_of_8_rows", lambda interpret: pl.pallas_call(
-        lambda x_ref, o_ref: o_ref.__setitem__(..., x_ref[...]),
-        out_shape=jax.ShapeDtypeStruct((64, 256), jnp.bfloat16), grid=(8, 2),
-        in_specs=[pl.BlockSpec(lambda i, j: (i, j), (8, 128))],
-        out_specs=pl.BlockSpec(lambda i, j: (i, j), (8, 128)),
-        interpret=interpret), (_x,), _x)
+    register(f"blocks_{'x'.join(map(str, block))}_of_{dtype}",
+             *_copy(shape, jnp.dtype(dtype), block), rule="block shapes",
+             refused="a TPU refuses the block shape .* not divisible by "
+             r"tiling \(Mosaic: E2002" if refused else None)
+    for shape, dtype, block, refused in [
+        *(((64, 256), t, b, b[1] == 64 or b[0] % (32 if t.startswith(
+            ("int8", "float8")) else 8) > 0)
+          for t in _BLOCK_TYPES
+          for b in ((8, 128), (32, 128), (4, 128), (64, 64))),
+        ((2048,), "int8", (256,), True), ((2048,), "int8", (512,), False)]]
+DTYPE_BLOCKS = [
+    register(f"blocks_of_{dtype}", *_copy((64, 256), jnp.dtype(dtype),
+                                          (32, 256)), rule="block dtypes",
+             refused=None if dtype in ("int32", "float32") else
+             rf"a TPU refuses .* of x_ref: Mosaic fails to compile blocks of "
+             rf"{dtype}")
+    for dtype in ("float16", "uint8", "uint16", "uint32", "bool", "int32",
+                  "float32")]
 
 
 class BlockShapeTest(jtu.JaxTestCase):
-  """Blocks that Mosaic does not tile: refused, in Pallas's words."""
+  """Blocks a TPU refuses: refused, in its words."""
 
-  @parameterized.named_parameters(BLOCKS)
-  def test_blocks_mosaic_does_not_tile(self, good, bad):
-    with self.assertRaisesRegex(ValueError, bad.refused):
-      bad.run(PARAMS)
-    quiet(good.check, RACES)
+  @parameterized.named_parameters(
+      (k.name.split(".")[1], k) for k in [*BLOCKS, *DTYPE_BLOCKS])
+  def test_blocks_a_tpu_refuses(self, kernel):
+    if kernel.refused is None:
+      quiet(kernel.check, RACES)
+      return
+    with self.assertRaisesRegex(Exception, kernel.refused):
+      kernel.run(PARAMS)
     # interpret=True (checks=False) runs what a TPU refuses.
-    bad.check(pltpu.InterpretParams(checks=False))
-
-  def test_bf16_tiling_takes_blocks_of_8_rows(self):
-    BF16_BLOCKS.check(PARAMS)
-
-  # A TPU v5e, copy kernels on a (64, 256) array (chipcheck/tiling_on_chip.py):
-  # the blocks it accepted and refused, by dtype.
-  @parameterized.parameters(
-      *((t, (8, 128)) for t in ("float32", "int32", "bfloat16", "int16")),
-      *((t, (32, 128)) for t in ("int8", "float8_e4m3fn", "float8_e5m2")))
-  def test_tiling_measured_on_a_chip(self, dtype, tile):
-    x = jnp.zeros((64, 256), dtype)
-    def lower(block):
-      spec = pl.BlockSpec(lambda i, j: (i, j), block)
-      return jax.jit(pl.pallas_call(
-          lambda x_ref, o_ref: o_ref.__setitem__(..., x_ref[...]),
-          out_shape=x, grid=(64 // block[0], 256 // block[1]),
-          in_specs=[spec], out_specs=spec, interpret=PARAMS)).lower(x)
-    for rows in (8, 16, 32, 64):
-      if rows % tile[0] == 0:
-        lower((rows, 128))
-      else:
-        with self.assertRaisesRegex(ValueError, rf"has tiling \({tile[0]}, "):
-          lower((rows, 128))
-    for block in ((1, 128), (2, 128), (4, 128)):
-      with self.assertRaisesRegex(ValueError, "The Pallas TPU lowering"):
-        lower(block)
-    if tile[0] == 8:
-      lower((8, 256))
-    else:
-      with self.assertRaisesRegex(ValueError, r"has tiling \(32, 128\)"):
-        lower((8, 256))
-
-  @parameterized.parameters("float16", "uint8", "uint16", "uint32", "bool")
-  def test_dtypes_a_chip_refuses(self, dtype):
-    # A TPU v5e refused every block of these (Mosaic failed to compile).
-    x = np.ones((64, 256), dtype)
-    def run(x, interpret):
-      spec = pl.BlockSpec(lambda i: (i, 0), (32, 256))
-      return pl.pallas_call(
-          lambda x_ref, o_ref: o_ref.__setitem__(..., x_ref[...]),
-          out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(2,),
-          in_specs=[spec], out_specs=spec, interpret=interpret)(x)
-    with self.assertRaisesRegex(
-        NotImplementedError, f"Pallas kernel <lambda>: a TPU refuses blocks "
-        f"of {dtype} \\(x_ref\\)"):
-      run(x, PARAMS)
-    np.testing.assert_array_equal(run(x, pltpu.InterpretParams(checks=False)),
-                                  x)
-    # The corrected kernel: a dtype the chip takes (int32 for bool, float32
-    # for float16, int32 for unsigned ints).
-    wide = x.astype(np.float32 if dtype == "float16" else np.int32)
-    np.testing.assert_array_equal(quiet(run, wide, RACES), wide)
+    kernel.check(pltpu.InterpretParams(checks=False))
 
 
 def _load_hbm(x_hbm, o_ref):
@@ -719,7 +661,7 @@ COLUMN_COPIES = {
     name: register(f"dma_of_columns_{name}", _column_copies(start), (_W,),
                    np.concatenate([_W[:, s:s + 128] for s in want], 1),
                    refused=None if name.startswith("aligned") else
-                   pallas_kernels.UNALIGNED_DMA)
+                   pallas_kernels.DMA_WINDOW)
     for name, start, want in [
         # The offsets Mosaic knows: literals, pl.multiple_of, their sums and
         # products; not a traced number alone.
@@ -742,28 +684,133 @@ def _store_through_view(lanes):
       f"store_through_a_view_of_{lanes}_lanes", lambda interpret: (
           functools.partial(call, kernel, out_shape=jax.ShapeDtypeStruct(
               (8, 512), jnp.float32), interpret=interpret)), (_W,), want,
-      refused=None if lanes % 128 == 0 else pallas_kernels.LANE_CUTTING_VIEW)
+      refused=None if lanes % 128 == 0 else pallas_kernels.VIEW)
 VIEWS = {lanes: _store_through_view(lanes) for lanes in (128, 64)}
 
 
-def _add(dtype):
-  x = np.arange(8 * 128).reshape(8, 128).astype(dtype)
+# Twins for each rule of InterpretParams() about what a TPU's Mosaic refuses
+# of kernels Pallas lowers, for each dtype it speaks of: a kernel the rule
+# refuses, and one it runs (tests/tpu_test.py runs both on a chip, which must
+# agree; `rule` names the rule).
+_TYPES = ("float32", "bfloat16", "int16", "int8")
+
+
+def _data(shape, dtype):
+  return (np.arange(np.prod(shape)) % 97 - 48).astype(
+      jnp.dtype(dtype)).reshape(shape)
+
+
+def _dma_window(dtype, rows, cols):
+  """A DMA of x[rows, cols] (`rows(i)`, `cols(i)`: slices of a traced 0) out
+  of a (64, 512) array in HBM, through VMEM, back to HBM."""
+  x = _data((64, 512), dtype)
+  (r0, h), (c0, w) = ((int(s.start), s.size) for s in (rows(0), cols(0)))
+  def kernel(x_hbm, o_hbm, buf, sem):
+    def body(i, _):
+      pltpu.async_copy(x_hbm.at[rows(i), cols(i)], buf, sem.at[0]).wait()
+      pltpu.async_copy(buf, o_hbm, sem.at[1]).wait()
+    lax.fori_loop(0, 1, body, None)
+  out = jax.ShapeDtypeStruct((h, w), dtype)
+  return lambda interpret: functools.partial(
+      call, kernel, out_shape=out, in_specs=[pl.BlockSpec(memory_space=ANY)],
+      out_specs=pl.BlockSpec(memory_space=ANY), interpret=interpret,
+      scratch_shapes=[VMEM(out.shape, dtype), DMA((2,))]), (x,), x[
+          r0:r0 + h, c0:c0 + w]
+
+
+def _view(dtype, rows, cols):
+  """o = x_ref.at[rows, cols][...], x a (64, 512) VMEM block."""
+  x = _data((64, 512), dtype)
+  def kernel(x_ref, o_ref):
+    o_ref[...] = x_ref.at[rows, cols][...]
+  out = jax.ShapeDtypeStruct((rows.stop - rows.start, cols.stop - cols.start),
+                             dtype)
+  return lambda interpret: functools.partial(
+      call, kernel, out_shape=out, interpret=interpret), (x,), x[rows, cols]
+
+
+def _ds(start, size):  # pl.ds(start(i), size) of a traced i
+  return lambda i: pl.ds(start(i), size)
+
+
+def _windows(dtype):
+  """(name, window maker, rows, cols, refused): DMA windows and views, each
+  refused one with its twin."""
+  word = 4 // jnp.dtype(dtype).itemsize   # rows in a 32-bit word
+  at = lambda n: (lambda i: i + n)   # a traced start Mosaic knows nothing of
+  aligned = lambda n, m: (lambda i: pl.multiple_of(i * m + n, m))
+  rows, cols = _ds(lambda i: 0, 32), _ds(lambda i: 0, 128)
+  cases = [
+      ("dma_at_column_64", _dma_window, rows, _ds(lambda i: 64, 128), True),
+      ("dma_at_column_128", _dma_window, rows, _ds(lambda i: 128, 128),
+       False),
+      ("dma_of_64_columns", _dma_window, rows, _ds(lambda i: 128, 64), True),
+      ("dma_at_a_traced_column", _dma_window, rows, _ds(at(128), 128), True),
+      ("dma_at_a_traced_multiple_of_128", _dma_window, rows,
+       _ds(aligned(128, 128), 128), False),
+      (f"dma_at_row_{word}", _dma_window, _ds(lambda i: word, 32), cols,
+       False),
+      (f"dma_at_a_traced_row_{word}", _dma_window,
+       _ds(aligned(word, word), 32), cols, False),
+      ("view_at_column_64", _view, slice(0, 32), slice(64, 192), True),
+      ("view_at_column_128", _view, slice(0, 32), slice(128, 256), False),
+      (f"view_at_row_{word}", _view, slice(word, word + 32), slice(0, 128),
+       False)]
+  if word > 1:   # a row inside a 32-bit word
+    cases += [
+        (f"dma_at_row_{word // 2}", _dma_window, _ds(lambda i: word // 2, 32),
+         cols, True),
+        (f"dma_of_{word + word // 2}_rows", _dma_window,
+         _ds(lambda i: 0, word + word // 2), cols, True),
+        (f"dma_of_{2 * word}_rows", _dma_window, _ds(lambda i: 0, 2 * word),
+         cols, False),
+        ("dma_at_a_traced_row", _dma_window, _ds(at(word), 32), cols, True),
+        (f"view_at_row_{word // 2}", _view,
+         slice(word // 2, word // 2 + 32), slice(0, 128), True)]
+  return cases
+
+
+WINDOWS = [
+    register(f"{name}_{dtype}", make(dtype, rows, cols)[0],
+             *make(dtype, rows, cols)[1:], rule="tiles of DMA windows and views",
+             refused=None if not refused else pallas_kernels.DMA_WINDOW
+             if make is _dma_window else pallas_kernels.VIEW)
+    for dtype in _TYPES for name, make, rows, cols, refused in _windows(dtype)]
+
+
+def _arithmetic(name, op, dtype, cast):
+  x, y = _data((32, 128), dtype), _data((32, 128), dtype)[::-1] // 2
+  wide = np.int32 if cast or name in ("gt", "eq") else dtype
+  def kernel(x_ref, y_ref, o_ref):
+    x, y = x_ref[...], y_ref[...]
+    if cast:
+      x, y = x.astype(jnp.int32), y.astype(jnp.int32)
+    o_ref[...] = op(x, y).astype(o_ref.dtype)
   return register(
-      f"add_of_{np.dtype(dtype).name}_vectors", lambda interpret: (
-          functools.partial(call, lambda x_ref, o_ref: o_ref.__setitem__(
-              ..., x_ref[...] + x_ref[...]), out_shape=jax.ShapeDtypeStruct(
-                  x.shape, x.dtype), interpret=interpret)), (x,), x + x,
-      refused=pallas_kernels.INT8_ADD if dtype == np.int8 else None)
-ADDS = {dtype: _add(dtype) for dtype in (np.int8, np.int32)}
+      f"{name}_of_{dtype}_vectors{'_cast_to_int32' * cast}",
+      lambda interpret: functools.partial(
+          call, kernel, out_shape=jax.ShapeDtypeStruct(x.shape, wide),
+          interpret=interpret), (x, y),
+      np.asarray(op(x.astype(np.int32), y.astype(np.int32))).astype(wide),
+      rule="int8 vector arithmetic",
+      refused=pallas_kernels.INT8 if dtype == "int8" and not cast else None)
+ARITHMETIC = [
+    _arithmetic(name, op, dtype, cast)
+    for name, op in [("add", jnp.add), ("sub", jnp.subtract),
+                     ("mul", jnp.multiply), ("max", jnp.maximum),
+                     ("min", jnp.minimum), ("gt", jnp.greater),
+                     ("eq", jnp.equal)]
+    for dtype, cast in [("int8", False), ("int8", True), ("int16", False)]]
 
 
 class MosaicRefusalsTest(jtu.JaxTestCase):
   """What a TPU's Mosaic refuses of a kernel that lowers: InterpretParams()
-  refuses it in Mosaic's words; interpret=True runs it."""
+  refuses it in Mosaic's words, naming the line; interpret=True runs it."""
 
   @parameterized.named_parameters(
       (k.name.split(".")[1], k)
-      for k in [*COLUMN_COPIES.values(), *VIEWS.values(), *ADDS.values()])
+      for k in [*COLUMN_COPIES.values(), *VIEWS.values(), *WINDOWS,
+                *ARITHMETIC])
   def test_refused_as_a_tpu_refuses(self, kernel):
     if kernel.refused is None:
       quiet(kernel.check, RACES)
@@ -834,10 +881,12 @@ class MemorySpaceAndSemaphoreTest(jtu.JaxTestCase):
         allow_hbm_allocation_in_run_scoped=True)), np.zeros_like(X))
 
   def test_dma_never_waited_for(self):
-    with self.assertWarnsRegex(
-        pltpu.InterpretWarning, r"DMA semaphore sems\[1\] is 8192 bytes at the "
-        rf"end of the kernel: DMAs never waited for, started at .*{HERE}"):
-      copy_in(functools.partial(_dma_waited_for, wait=False))()
+    for interpret in (PARAMS, True):   # one semaphore model, both presets
+      with self.assertWarnsRegex(
+          pltpu.InterpretWarning, r"DMA semaphore sems\[1\] is 8192 bytes at "
+          rf"the end of the kernel: DMAs never waited for, started at .*{HERE}"):
+        copy_in(functools.partial(_dma_waited_for, wait=False))(
+            interpret=interpret)
     quiet(DMA_WAITED_FOR.check, RACES)
 
   def test_signal_never_waited_for(self):

@@ -29,12 +29,12 @@ import numpy as np
 import jax
 
 # The words of InterpretParams()' refusals of what a TPU's Mosaic refuses in
-# kernels Pallas lowers (a TPU v5e refused the kernels registered with them).
-UNALIGNED_DMA = ("a TPU refuses this DMA: its source starts in the last "
-                 "dimension")
-LANE_CUTTING_VIEW = ("goes through a view that cuts the last dimension other "
-                     "than in whole 128-lane tiles")
-INT8_ADD = "a TPU refuses add of int8 vectors"
+# kernels Pallas lowers (regexes; Mosaic's own words, in parentheses).
+DMA_WINDOW = (r"a TPU refuses this DMA \(Mosaic: (Offsets|Slice sizes) along "
+              "tiled dimensions must be aligned to tiles")
+VIEW = (r"a TPU refuses this load or store through a view \(Mosaic: "
+        "Unsupported tiling for 2d load/store")
+INT8 = r"a TPU refuses \w+ of int8 vectors \(Mosaic: "
 
 # The files that register kernels, imported by `registry()`.
 MODULES = ("pallas_tpu_interpret_test", "pallas_pipeline_test",
@@ -61,6 +61,8 @@ class Kernel:
     differential counts it apart.
   excluded: why the chip does not run it (it is then neither run nor
     compared; `make` may be None).
+  rule: the rule of InterpretParams() it is a twin for (refused, or run):
+    tests/tpu_test.py's test_mosaic_rules_on_the_chip runs these apart.
   """
   name: str
   make: Callable[[Any], Callable[..., Any]] | None
@@ -72,6 +74,7 @@ class Kernel:
   refused: str | None = None
   split: str | None = None
   excluded: str | None = None
+  rule: str | None = None
   pick: Callable[[Any], Any] | None = None
 
   @property

@@ -117,7 +117,7 @@ def _matmul(m, k, n, tm, tk, tn):
 # A TPU refuses a DMA that starts a block at a column not a multiple of 128
 # (tk = 32 below; InterpretParams() refuses it too).
 MATMULS = [register(f"matmul_with_reduction_axis_{'_'.join(map(str, c))}",
-                    *_matmul(*c), refused=pallas_kernels.UNALIGNED_DMA
+                    *_matmul(*c), refused=pallas_kernels.DMA_WINDOW
                     if c[4] % 128 and c[4] != c[1] else None)
            for c in [(64, 96, 128, 16, 32, 128),  # (m, k, n, tm, tk, tn)
                      (32, 64, 256, 32, 64, 128),
@@ -170,7 +170,7 @@ def _accumulators(spec_space):
   x, y = ints(5, 64, 64), ints(6, 64, 128)
   return make, (x, y), (2 * (x @ y), x @ y)
 ACCUMULATORS = [register(f"accumulators_{name}", *_accumulators(space),
-                         refused=pallas_kernels.UNALIGNED_DMA)
+                         refused=pallas_kernels.DMA_WINDOW)
                 for name, space in [("hbm", None), ("vmem", VMEM)]]
 
 

@@ -101,7 +101,7 @@ COPIES_THROUGH_INDEXERS = [
     register(f"copy_through_indexers_{name}",
              *_copy_through_indexers(src_idx, dst_idx, expected),
              # A TPU refuses the chained ones: their columns start at 3 and 2.
-             refused=pallas_kernels.UNALIGNED_DMA if name.startswith("chained")
+             refused=pallas_kernels.DMA_WINDOW if name.startswith("chained")
              else None)
     for name, src_idx, dst_idx, expected in [
         # (name, source indexers, destination indexers, result in NumPy)
@@ -413,7 +413,7 @@ ACCUMULATE = {
         (np.ones((8, 128), dtype),), np.full((8, 128), 2, dtype),
         # The Pallas TPU lowering has no uint8; a TPU adds no int8 vectors.
         refused={jnp.uint8: "Exception while lowering eqn",
-                 jnp.int8: pallas_kernels.INT8_ADD}.get(dtype))
+                 jnp.int8: pallas_kernels.INT8}.get(dtype))
     for dtype in (jnp.float32, jnp.bfloat16, jnp.int32, jnp.int8, jnp.uint8)}
 
 
@@ -467,13 +467,12 @@ class Jax0426ModeTest(jtu.JaxTestCase):
     np.testing.assert_array_equal(copied, arange(8))
 
   @pytest.mark.interpret_true_only("of interpret=True's semaphores")
-  def test_local_semaphores_are_counted_without_the_host(self):
-    # interpret=True counts a kernel's local DMAs and signals in XLA: its
-    # program has none of the host's ordered calls (InterpretParams() has).
-    host = lambda interpret: [str(e) for e in jax.make_jaxpr(
-        DMA_AND_SIGNAL.make(interpret))(arange(8)).effects]
-    self.assertEqual(host(True), [])
-    self.assertEqual(host(pltpu.InterpretParams()), ["PallasInterpretHost"])
+  def test_one_semaphore_model(self):
+    # Both presets keep a kernel's semaphores on the host, in program order.
+    for interpret in (True, pltpu.InterpretParams()):
+      self.assertEqual([str(e) for e in jax.make_jaxpr(
+          DMA_AND_SIGNAL.make(interpret))(arange(8)).effects],
+                       ["PallasInterpretHost"])
     DMA_AND_SIGNAL.check()
 
 
@@ -563,7 +562,7 @@ def _through_views_in_numpy(x):
 THROUGH_VIEWS = register("loads_and_stores_through_views", _through_views,
                          (arange(4, 8, 16),),
                          _through_views_in_numpy(arange(4, 8, 16)),
-                         refused=pallas_kernels.LANE_CUTTING_VIEW)
+                         refused=pallas_kernels.VIEW)
 
 
 class ChainedIndexerTest(jtu.JaxTestCase):

@@ -94,7 +94,8 @@ def counts_line(kernels, **counts) -> str:
           f"{sum(not k.exact for k in kernels)} to a tolerance, "
           f"{sum(bool(k.refused) for k in kernels)} refused by "
           "InterpretParams(), "
-          f"{sum(bool(k.split) for k in kernels)} not lowered on a CPU host); " +
+          f"{sum(bool(k.split) for k in kernels)} not lowered on a CPU host, "
+          f"{sum(bool(k.rule) for k in kernels)} twins of a rule); " +
           ", ".join(f"{n.replace('_', ' ')} {v}" for n, v in counts.items()))
 
 
@@ -274,14 +275,21 @@ class TpuTest(jtu.JaxTestCase):
           self.assertLess(np.linalg.norm(got - want) / np.linalg.norm(want),
                           1e-2)
         else:
-          with self.assertRaisesRegex(ValueError, "divisible by 8 and 128"):
+          with self.assertRaisesRegex(ValueError, "not divisible by tiling"):
             narrow_blocks(x[:128, :128])
 
   def test_pallas_kernels_on_the_chip(self):   # tests/pallas_kernels.py
     """Each kernel the fork's Pallas tests run, on the chip and under both
     interpret presets on the CPU: the same answers (exact where the data
     are), NumPy's; a kernel the chip refuses, InterpretParams() refuses."""
-    kernels = runnable()
+    self.differential([k for k in runnable() if not k.rule])
+
+  def test_mosaic_rules_on_the_chip(self):   # tests/pallas_kernels.py
+    """The twins of InterpretParams()' rules of what Mosaic refuses (each
+    kernel with a `rule`): the chip's verdict is InterpretParams()'."""
+    self.differential([k for k in runnable() if k.rule])
+
+  def differential(self, kernels):
     results = collections.Counter()
     failures = []
     start = time.time()
