@@ -235,7 +235,8 @@ def flops_per_token(cfg: Config, n_params: int) -> int:
 def same_bits(a, b) -> bool:
   a, b = np.asarray(a), np.asarray(b)
   return (a.dtype == b.dtype and a.shape == b.shape
-          and a.tobytes() == b.tobytes())
+          and np.array_equal(a.reshape(-1).view(np.uint8),
+                             b.reshape(-1).view(np.uint8)))
 
 
 def checkpoint_round_trip(state, directory: str) -> dict:
@@ -259,7 +260,7 @@ def checkpoint_round_trip(state, directory: str) -> dict:
            and all(same_bits(a, b) for a, b in zip(leaves, rleaves)))
   return {"exact": exact, "leaves": len(leaves), "save_s": t1 - t0,
           "restore_s": t2 - t1,
-          "bytes": int(sum(np.asarray(x).nbytes for x in leaves))}
+          "bytes": sum(x.size * x.dtype.itemsize for x in leaves)}
 
 
 def memory(compiled, device) -> dict:
