@@ -104,13 +104,19 @@ class DownstreamTest(absltest.TestCase):
     self.assertFalse(lm_train.same_bits(params["wte"], other["wte"]))
     self.assertAlmostEqual(float(np.std(params["wte"])), 0.02, delta=0.002)
 
-  def test_softmax_backward_is_softmaxs(self):
+  def test_causal_softmax_is_jaxs_masked_softmax(self):
     rng = np.random.default_rng(0)
-    s = jnp.asarray(rng.standard_normal((2, 3, 5)), jnp.float32)
-    w = jnp.asarray(rng.standard_normal((2, 3, 5)), jnp.float32)
-    ours = jax.grad(lambda s: jnp.sum(lm_train.softmax(s, jnp.float32) * w))
-    jaxs = jax.grad(lambda s: jnp.sum(jax.nn.softmax(s) * w))
+    s = jnp.asarray(rng.standard_normal((2, 3, 5, 5)), jnp.float32)
+    w = jnp.asarray(rng.standard_normal((2, 3, 5, 5)), jnp.float32)
+    causal = np.tril(np.ones((5, 5), bool))
+    ours = lambda s: lm_train.causal_softmax(s, jnp.float32)
+    jaxs = lambda s: jax.nn.softmax(jnp.where(causal, s, -np.inf))
     np.testing.assert_allclose(ours(s), jaxs(s), atol=1e-6)
+    self.assertTrue(np.all(np.asarray(ours(s))[..., ~causal] == 0))
+    grad = lambda f: jax.grad(lambda s: jnp.sum(f(s) * w))(s)
+    np.testing.assert_allclose(grad(ours), grad(jaxs), atol=1e-6)
+    self.assertEqual(lm_train.causal_softmax(s, jnp.bfloat16).dtype,
+                     jnp.bfloat16)
 
   def test_bad_sizes_are_named(self):
     cfg = lm_train.Config(**dict(TINY, heads=3))
