@@ -291,7 +291,7 @@ def main(argv=None) -> int:
   p.add_argument("--loss-rtol", type=float, default=5e-3,
                  help="losses agree when their relative difference is at "
                  "most this (bf16 matmuls)")
-  p.add_argument("--budget", type=float, default=230,
+  p.add_argument("--budget", type=float, default=240,
                  help="seconds for the whole run; each run gets what is left")
   p.add_argument("--out", default=os.environ.get("OUT") or os.path.join(
       tempfile.gettempdir(), "lm_chip_out"))
