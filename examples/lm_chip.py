@@ -53,6 +53,7 @@ with the fork's and today's JAX in two virtual environments.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import shlex
@@ -60,6 +61,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -172,6 +174,8 @@ def run_one(name: str, python: str, path: str, args: list[str], out: str,
       "/dev/shm", os.W_OK) else None)
   cmd = [python, os.path.join(HERE, "lm_train.py"), *args,
          "--ckpt-dir", ckpt, "--json", stem + ".json"]
+  if os.path.exists(stem + ".json"):
+    os.remove(stem + ".json")   # an earlier run's
   t0 = time.perf_counter()
   with open(stem + ".log", "w") as f:
     f.write(shlex.join(cmd) + "\n")
@@ -310,10 +314,13 @@ def main(argv=None) -> int:
   os.makedirs(a.out, exist_ok=True)
   logf = open(os.path.join(a.out, "lm_chip.log"), "w")
 
+  lock = threading.Lock()
+
   def log(s):
-    print(s, flush=True)
-    logf.write(s + "\n")
-    logf.flush()
+    with lock:
+      print(s, flush=True)
+      logf.write(s + "\n")
+      logf.flush()
 
   env_path = os.environ.get("PYTHONPATH", "")
   fork_path = env_path if a.fork_path is None else a.fork_path
@@ -336,10 +343,14 @@ def main(argv=None) -> int:
         raise SystemExit(f"no {stem}*.whl in {a.wheels}")
       wheels.append(os.path.abspath(os.path.join(a.wheels, found[0])))
     roots = [s.split("==")[0] for s in FORK_WHEELS]
-    install(a.fork_python, eco_fork, wheels, fork_path, roots, a.index_url,
-            log)
-    install(a.peer_python, eco_peer, PEER_PACKAGES, peer_path,
-            [s.split("==")[0] for s in PEER_PACKAGES], a.index_url, log)
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:   # both at once
+      jobs = [pool.submit(install, a.fork_python, eco_fork, wheels, fork_path,
+                          roots, a.index_url, log),
+              pool.submit(install, a.peer_python, eco_peer, PEER_PACKAGES,
+                          peer_path, [s.split("==")[0] for s in PEER_PACKAGES],
+                          a.index_url, log)]
+      for job in jobs:
+        job.result()
     fork_path = os.pathsep.join(x for x in (eco_fork, fork_path) if x)
     peer_path = os.pathsep.join(x for x in (eco_peer, peer_path) if x)
     log(f"  {time.perf_counter() - start:.0f} s")
@@ -356,7 +367,7 @@ def main(argv=None) -> int:
   for name, python, path, args, cpu in runs:
     left = a.budget - (time.perf_counter() - start)
     if left < 15:
-      log(f"{name}: skipped, {left:.0f} s of the budget left")
+      log(f"{name}: skipped, {max(left, 0):.0f} s of the budget left")
       continue
     res[name] = run_one(name, python, path, args, a.out, left, cpu, log)
   ok = compare(res, a.loss_rtol, log)
