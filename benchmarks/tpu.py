@@ -30,8 +30,9 @@ a figure. Each worker, in this order:
   causal multi-head attention and a GELU MLP, bf16 parameters and
   activations, f32 softmax, norms and loss; `value_and_grad` of the
   next-token cross-entropy and an Adam update written with
-  `jax.tree_util`; `model()`): lowering (tracing included), compile (the
-  process's first: one-time costs land here), the first call after
+  `jax.tree_util`; `model()`, its numbers made with NumPy): lowering
+  (tracing included), compile (the process's first: one-time costs land
+  here), the first call after
   compiling (waited for), `--batches` batches of `--steps` steps each, per
   step; the device's peak memory in use after them (`memory_stats()`), the
   compiled program's temporary memory (`memory_analysis()`), bytes accessed
@@ -151,28 +152,30 @@ def model(s, variants=()) -> dict[str, object]:
                    s["vocab"])
   dh = d // h
 
-  rng = np.random.default_rng(0)  # the same numbers on both sides
+  # The same numbers on both sides, made with NumPy: nothing is compiled
+  # before the step.
+  rng = np.random.default_rng(0)
 
   def dense(shape):
-    return jnp.asarray(rng.standard_normal(shape, np.float32) /
-                       math.sqrt(shape[0]), bf16)
+    return (rng.standard_normal(shape, np.float32) /
+            math.sqrt(shape[0])).astype(bf16)
 
   params = {
       "embed": dense((v, d)),
       "unembed": dense((d, v)),
-      "norm": jnp.ones((d,), bf16),
+      "norm": np.ones((d,), bf16),
       "layers": [{"qkv": dense((d, 3 * d)),
                   "out": dense((d, d)),
                   "up": dense((d, 4 * d)),
                   "down": dense((4 * d, d)),
-                  "norm1": jnp.ones((d,), bf16),
-                  "norm2": jnp.ones((d,), bf16)}
+                  "norm1": np.ones((d,), bf16),
+                  "norm2": np.ones((d,), bf16)}
                  for _ in range(s["layers"])],
   }
-  opt = {"m": tree_map(lambda p: jnp.zeros(p.shape, f32), params),
-         "v": tree_map(lambda p: jnp.zeros(p.shape, f32), params),
-         "count": jnp.zeros((), jnp.int32)}
-  tokens = jnp.asarray(rng.integers(0, v, (b, n + 1)), jnp.int32)
+  opt = {"m": tree_map(lambda p: np.zeros(p.shape, np.float32), params),
+         "v": tree_map(lambda p: np.zeros(p.shape, np.float32), params),
+         "count": np.zeros((), np.int32)}
+  tokens = rng.integers(0, v, (b, n + 1)).astype(np.int32)
   inputs, targets = tokens[:, :-1], tokens[:, 1:]
 
   def norm(x, g):
@@ -180,7 +183,7 @@ def model(s, variants=()) -> dict[str, object]:
     x = x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + 1e-6)
     return (x * g.astype(f32)).astype(bf16)
 
-  causal = jnp.tril(jnp.ones((n, n), jnp.bool_))
+  causal = np.tril(np.ones((n, n), np.bool_))
 
   @jax.custom_vjp
   def split3(x):
@@ -255,7 +258,7 @@ def model(s, variants=()) -> dict[str, object]:
     return params, opt, value
 
   params, opt, inputs, targets = jax.block_until_ready(
-      (params, opt, inputs, targets))
+      jax.device_put((params, opt, inputs, targets)))
   return {"params": params, "opt": opt, "inputs": inputs, "targets": targets,
           "embed": embed, "split": split, "layer": layer, "pick": pick,
           "head": head, "loss": loss, "update": update, "step": step}
