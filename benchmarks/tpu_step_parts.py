@@ -47,6 +47,7 @@ taking new programs near `--budget` seconds in all.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -76,17 +77,23 @@ SHARED = ("plain", "concat+one_hot")
 COUNTED = ("fusion", "copy-start", "copy-done", "copy", "transpose",
            "convert", "gather", "scatter")
 COLUMNS = ("ms", "temp_mb", "gb_accessed", "fusion", "copy-done", "copy",
-           "transpose", "convert", "gather", "scatter")
+           "transpose", "convert", "gather", "scatter", "layout")
 # memory_fitting_level (ExecutableBuildOptionsProto field 25) = EFFORT_O2
 # (29), in an ExecutableBuildOptionsProto (CompileOptionsProto field 3) that
 # protobuf merges into the one already there.
 _MFL_O2 = b"\x1a\x03\xc8\x01\x1d"
 
 
-def hlo_counts(text: str) -> dict[str, int]:
-  """Instructions of each opcode in COUNTED in an HLO module's text."""
+def hlo_counts(text: str) -> dict[str, object]:
+  """Instructions of each opcode in COUNTED in an HLO module's text, and a
+  digest of its entry computation's layout (the same for the same layouts of
+  the parameters and results)."""
   found = re.findall(r"= .*?\s([a-z][\w-]*)\(", text)
-  return {op: found.count(op) for op in COUNTED}
+  layout = re.search(r"entry_computation_layout=(\{.*?\})(?:, \w+=|$)",
+                     text.split("\n", 1)[0])
+  return {**{op: found.count(op) for op in COUNTED},
+          "layout": hashlib.sha256(layout.group(1).encode()).hexdigest()[:8]
+                    if layout else None}
 
 
 def figures(compiled) -> dict[str, object]:
@@ -376,7 +383,8 @@ def table(title: str, fork: dict, base: dict, ref: str | None = None) -> None:
       cells = []
       for c in COLUMNS:
         cell = _fmt(row.get(c))
-        if other.get(c) and row.get(c) is not None:
+        if (other.get(c) and isinstance(row.get(c), (int, float)) and
+            isinstance(other[c], (int, float))):
           cell += f" ({row[c] / other[c]:.3f})"
         cells.append(cell)
       if ref:

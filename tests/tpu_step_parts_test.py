@@ -31,6 +31,8 @@ import tpu_step_parts  # noqa: E402  pylint: disable=g-import-not-at-top
 
 # Lines in jaxlib 0.4.26's and jax 0.10.2's HLO text styles.
 HLO = """\
+HloModule jit_f, entry_computation_layout={(f32[3,2]{1,0})->(f32[2,3]{1,0}, s32[])}, allow_spmd_sharding_propagation_to_output={true}
+
 ENTRY %main (p: f32[3,2]) -> (f32[2,3], s32[]) {
   %fusion.1 = bf16[8]{0} fusion(bf16[8]{0} %p), kind=kLoop, calls=%f
   %copy-start = (f32[8]{0}, f32[8]{0}, u32[]) copy-start(f32[8]{0} %a)
@@ -46,9 +48,20 @@ ENTRY %main (p: f32[3,2]) -> (f32[2,3], s32[]) {
 class TpuStepPartsTest(absltest.TestCase):
 
   def test_hlo_counts(self):
-    self.assertEqual(tpu_step_parts.hlo_counts(HLO), {
+    counts = tpu_step_parts.hlo_counts(HLO)
+    layout = counts.pop("layout")
+    self.assertEqual(counts, {
         "fusion": 1, "copy-start": 1, "copy-done": 1, "copy": 1,
         "transpose": 1, "convert": 1, "gather": 0, "scatter": 0})
+    # The entry layout's digest: another layout, another digest.
+    other = tpu_step_parts.hlo_counts(HLO.replace("f32[3,2]{1,0}",
+                                                  "f32[3,2]{0,1}"))
+    self.assertRegex(layout, "^[0-9a-f]{8}$")
+    self.assertNotEqual(other["layout"], layout)
+    # The layout ends the line, or another attribute follows it.
+    alone = HLO.replace(", allow_spmd_sharding_propagation_to_output={true}",
+                        "")
+    self.assertEqual(tpu_step_parts.hlo_counts(alone)["layout"], layout)
 
   def test_fork_worker_on_cpu(self):
     import jax
