@@ -309,12 +309,16 @@ def part_tasks(s) -> list[tuple[str, object]]:
   return [(name, thunk(f, args)) for name, (f, args) in cases.items()]
 
 
-def worker(side: str, s, artifacts: str, budget: float) -> None:
+def worker(side: str, s, artifacts: str, budget: float,
+           only: str | None) -> None:
   """Prints each row as `ROW <json>` on stdout as it is measured."""
   start = time.perf_counter()
   import jax  # pylint: disable=g-import-not-at-top
   print(f"{side}: jax {jax.__version__} on {jax.default_backend()}",
         file=sys.stderr, flush=True)
+  if only == "parts":
+    tasks = [("parts", n, t) for n, t in part_tasks(s)]
+    return _run(tasks, start, budget)
   steps = Steps(s, artifacts if side == "fork" else None)
   tasks = [("steps", name, lambda v=v, name=name: steps.row(name, v))
            for name, v in STEPS]
@@ -337,12 +341,17 @@ def worker(side: str, s, artifacts: str, budget: float) -> None:
                              lambda p=path: _client_step(_read_module(p), s)))
     tasks.append(("steps", "plain, mfl UNKNOWN",
                   lambda: _with_memory_fitting_level(s, "UNKNOWN")))
-  tasks.append(("parts", None, None))  # made when reached
+  if only != "steps":
+    tasks.append(("parts", None, s))  # made when reached
+  _run(tasks, start, budget)
+
+
+def _run(tasks, start: float, budget: float) -> None:
   longest = 0.0
   while tasks:
     table, name, thunk = tasks.pop(0)
     if table == "parts" and name is None:
-      tasks.extend(("parts", n, t) for n, t in part_tasks(s))
+      tasks.extend(("parts", n, t) for n, t in part_tasks(thunk))
       continue
     if time.perf_counter() - start + 1.5 * longest > budget:
       row = {"note": "skipped: out of time"}
@@ -408,6 +417,8 @@ def main():
   p.add_argument("--budget", type=float, default=220,
                  help="seconds for the whole run (default 220): the fork's "
                       "worker may take 45%% of it, the baseline's the rest")
+  p.add_argument("--only", choices=["steps", "parts"],
+                 help="the steps alone, or the parts alone (default both)")
   p.add_argument("--worker", choices=["fork", "baseline"],
                  help=argparse.SUPPRESS)
   p.add_argument("--artifacts", help=argparse.SUPPRESS)
@@ -418,7 +429,8 @@ def main():
   sizes.update({k: getattr(args, k) for k in sizes
                 if getattr(args, k) is not None})
   if args.worker:
-    worker(args.worker, sizes, args.artifacts, args.worker_budget)
+    worker(args.worker, sizes, args.artifacts, args.worker_budget,
+           args.only)
     return
   if args.build_options:
     with open(args.build_options, "wb") as f:
@@ -438,7 +450,7 @@ def main():
   start = time.perf_counter()
   rows = {side: {"steps": {}, "parts": {}} for side in envs}
   with tempfile.TemporaryDirectory() as artifacts:
-    if "baseline" in envs:  # on the CPU: no chip held
+    if "baseline" in envs and args.only != "parts":  # on the CPU
       subprocess.run(
           [sys.executable, __file__, "--build-options",
            os.path.join(artifacts, "build_options.bin")],
@@ -449,7 +461,8 @@ def main():
       budget = left * 0.45 if side == "fork" and len(envs) == 2 else left
       with subprocess.Popen(
           [sys.executable, __file__, "--worker", side, "--artifacts",
-           artifacts, "--worker-budget", str(budget - 15), *size_args],
+           artifacts, "--worker-budget", str(budget - 15), *size_args,
+           *(["--only", args.only] if args.only else [])],
           env=side_env, stdout=subprocess.PIPE, text=True) as proc:
         watchdog = threading.Timer(budget, proc.kill)
         watchdog.start()
