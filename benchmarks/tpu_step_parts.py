@@ -342,7 +342,7 @@ def worker(side: str, s, artifacts: str, budget: float,
     tasks.append(("steps", "plain, mfl UNKNOWN",
                   lambda: _with_memory_fitting_level(s, "UNKNOWN")))
   if only != "steps":
-    tasks.append(("parts", None, s))  # made when reached
+    tasks.append(("parts", None, lambda: part_tasks(s)))  # made when reached
   _run(tasks, start, budget)
 
 
@@ -351,7 +351,7 @@ def _run(tasks, start: float, budget: float) -> None:
   while tasks:
     table, name, thunk = tasks.pop(0)
     if table == "parts" and name is None:
-      tasks.extend(("parts", n, t) for n, t in part_tasks(thunk))
+      tasks.extend(("parts", n, t) for n, t in thunk())
       continue
     if time.perf_counter() - start + 1.5 * longest > budget:
       row = {"note": "skipped: out of time"}
