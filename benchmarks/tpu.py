@@ -22,18 +22,26 @@ machine's own), one at a time, since one process at a time holds the chip,
 the fork first in even rounds and the baseline first in odd ones; it prints
 each worker's figures and their ratios (fork / baseline, of each figure as
 named: above 1 is the fork slower for a time, faster for a rate) per round,
-then a table of all rounds. Each worker, in this order:
+then a table of all rounds; `n/a` where a jax or backend does not report
+a figure. Each worker, in this order:
 
-- `warmup_*`: `jit(x + 1)` on a scalar, its lowering and compile (the
-  process's first: one-time costs land here, not on the cases below);
-- `mlp24_*`: `value_and_grad` of a 24-layer bf16 MLP (`--mlp-width`,
-  `--mlp-batch`), lowering (tracing included) and compile timed apart;
+- `init_s`: the backend's start (`jax.default_backend()`);
 - `train_*`: a transformer training step (`--layers` pre-norm layers of
   causal multi-head attention and a GELU MLP, bf16 parameters and
   activations, f32 softmax, norms and loss; `value_and_grad` of the
   next-token cross-entropy and an Adam update written with
-  `jax.tree_util`): lowering, compile, the first call after compiling
-  (waited for), and `--batches` batches of `--steps` steps each, per step;
+  `jax.tree_util`; `model()`, its numbers made with NumPy): lowering
+  (tracing included), compile (the process's first: one-time costs land
+  here), the first call after
+  compiling (waited for), `--batches` batches of `--steps` steps each, per
+  step; the device's peak memory in use after them (`memory_stats()`), the
+  compiled program's temporary memory (`memory_analysis()`), bytes accessed
+  and FLOPs (`cost_analysis()`), the loss after the last step;
+- `mlp24_*`: `value_and_grad` of a 24-layer bf16 MLP (`--mlp-width`,
+  `--mlp-batch`), lowering and compile;
+- `train_*_again_s`: the training step lowered and compiled again after
+  `jax.clear_caches()`: a later compile of the same program;
+- `tiny_*`: `jit(x + 1)` on a scalar, lowering and compile;
 - `matmul_async_*`: an 8192^3 bf16 matmul (f32 accumulation; `--matmul N`)
   compiled, then at once `--batches` batches of 10 calls dispatched
   asynchronously, each batch waited for at its end: TFLOP/s per batch;
@@ -116,39 +124,58 @@ def mlp24(s) -> dict[str, float]:
   return {"mlp24_lower_s": lower_s, "mlp24_compile_s": compile_s}
 
 
-def transformer(s) -> dict[str, object]:
-  """A transformer training step: lowering, compile, first call, steps."""
+# The step's variants for benchmarks/tpu_step_parts.py (values and dtypes
+# as the plain step's; only the program differs). The attention's q, k, v:
+# "split_slices" takes three `lax.slice`s (jax 0.4.26's `jnp.split`: its
+# cotangent is three pads and two adds), "split_concat" a custom_vjp whose
+# cotangent is one concatenate (today's `lax.split`); "pick_one_hot" picks the
+# targets' logits by a one-hot select and sum instead of `take_along_axis`
+# (no gather, and no scatter in the gradient).
+VARIANTS = ("split_slices", "split_concat", "pick_one_hot")
+
+
+def model(s, variants=()) -> dict[str, object]:
+  """The transformer at sizes `s`: its parameters, optimizer state, tokens
+  (from NumPy's seeded generator: the same numbers under every jax) and
+  functions: `embed`, `split` (the attention's q, k, v), `layer`, `pick`
+  (the targets' logits), `head` (the loss from the last activations), `loss`,
+  `update` (Adam) and `step` (value_and_grad and update)."""
   import jax  # pylint: disable=g-import-not-at-top
   import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
+  unknown = set(variants) - set(VARIANTS)
+  if unknown:
+    raise ValueError(f"unknown variants {sorted(unknown)}; known: {VARIANTS}")
   tree_map = jax.tree_util.tree_map
   bf16, f32 = jnp.bfloat16, jnp.float32
   d, h, n, b, v = (s["d_model"], s["heads"], s["seq"], s["batch"],
                    s["vocab"])
   dh = d // h
 
-  rng = np.random.default_rng(0)  # the same numbers on both sides
+  # The same numbers on both sides, made with NumPy: nothing is compiled
+  # before the step.
+  rng = np.random.default_rng(0)
 
   def dense(shape):
-    return jnp.asarray(rng.standard_normal(shape, np.float32) /
-                       math.sqrt(shape[0]), bf16)
+    return (rng.standard_normal(shape, np.float32) /
+            math.sqrt(shape[0])).astype(bf16)
 
   params = {
       "embed": dense((v, d)),
       "unembed": dense((d, v)),
-      "norm": jnp.ones((d,), bf16),
+      "norm": np.ones((d,), bf16),
       "layers": [{"qkv": dense((d, 3 * d)),
                   "out": dense((d, d)),
                   "up": dense((d, 4 * d)),
                   "down": dense((4 * d, d)),
-                  "norm1": jnp.ones((d,), bf16),
-                  "norm2": jnp.ones((d,), bf16)}
+                  "norm1": np.ones((d,), bf16),
+                  "norm2": np.ones((d,), bf16)}
                  for _ in range(s["layers"])],
   }
-  opt = {"m": tree_map(lambda p: jnp.zeros(p.shape, f32), params),
-         "v": tree_map(lambda p: jnp.zeros(p.shape, f32), params),
-         "count": jnp.zeros((), jnp.int32)}
-  tokens = jnp.asarray(rng.integers(0, v, (b, n + 1)), jnp.int32)
+  opt = {"m": tree_map(lambda p: np.zeros(p.shape, np.float32), params),
+         "v": tree_map(lambda p: np.zeros(p.shape, np.float32), params),
+         "count": np.zeros((), np.int32)}
+  tokens = rng.integers(0, v, (b, n + 1)).astype(np.int32)
   inputs, targets = tokens[:, :-1], tokens[:, 1:]
 
   def norm(x, g):
@@ -156,10 +183,24 @@ def transformer(s) -> dict[str, object]:
     x = x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + 1e-6)
     return (x * g.astype(f32)).astype(bf16)
 
-  causal = jnp.tril(jnp.ones((n, n), jnp.bool_))
+  causal = np.tril(np.ones((n, n), np.bool_))
+
+  @jax.custom_vjp
+  def split3(x):
+    return tuple(jnp.split(x, 3, axis=-1))
+  split3.defvjp(lambda x: (split3(x), None),
+                lambda _, cts: (jnp.concatenate(cts, axis=-1),))
+
+  def split(qkv):
+    if "split_slices" in variants:
+      return [jax.lax.slice_in_dim(qkv, i * d, (i + 1) * d, axis=2)
+              for i in range(3)]
+    if "split_concat" in variants:
+      return split3(qkv)
+    return jnp.split(qkv, 3, axis=-1)
 
   def attention(p, x):
-    q, k, val = jnp.split(jnp.dot(x, p["qkv"]), 3, axis=-1)
+    q, k, val = split(jnp.dot(x, p["qkv"]))
     q, k, val = (a.reshape(b, n, h, dh) for a in (q, k, val))
     logits = jnp.einsum("bqhd,bkhd->bhqk", q, k,
                         preferred_element_type=f32) / math.sqrt(dh)
@@ -169,21 +210,34 @@ def transformer(s) -> dict[str, object]:
     out = jnp.einsum("bhqk,bkhd->bqhd", probs, val).reshape(b, n, d)
     return jnp.dot(out, p["out"])
 
-  def loss_fn(params, inputs, targets):
-    x = params["embed"][inputs]
-    for p in params["layers"]:
-      x = x + attention(p, norm(x, p["norm1"]))
-      x = x + jnp.dot(jax.nn.gelu(jnp.dot(norm(x, p["norm2"]), p["up"])),
-                      p["down"])
+  def layer(p, x):
+    x = x + attention(p, norm(x, p["norm1"]))
+    return x + jnp.dot(jax.nn.gelu(jnp.dot(norm(x, p["norm2"]), p["up"])),
+                       p["down"])
+
+  def embed(params, inputs):
+    return params["embed"][inputs]
+
+  def pick(logits, targets):
+    if "pick_one_hot" in variants:
+      hot = jnp.arange(v) == targets[..., None]
+      return jnp.sum(jnp.where(hot, logits, 0), axis=-1)
+    return jnp.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
+
+  def head(params, x, targets):
     logits = jnp.dot(norm(x, params["norm"]), params["unembed"],
                      preferred_element_type=f32)
     top = jnp.max(logits, axis=-1, keepdims=True)
     lse = jnp.log(jnp.sum(jnp.exp(logits - top), axis=-1)) + top[..., 0]
-    picked = jnp.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
-    return jnp.mean(lse - picked)
+    return jnp.mean(lse - pick(logits, targets))
 
-  def step(params, opt, inputs, targets):
-    loss, grads = jax.value_and_grad(loss_fn)(params, inputs, targets)
+  def loss(params, inputs, targets):
+    x = embed(params, inputs)
+    for p in params["layers"]:
+      x = layer(p, x)
+    return head(params, x, targets)
+
+  def update(params, opt, grads):
     b1, b2, lr, eps = 0.9, 0.95, 1e-4, 1e-8
     count = opt["count"] + 1
     m = tree_map(lambda m, g: b1 * m + (1 - b1) * g.astype(f32), opt["m"],
@@ -196,9 +250,67 @@ def transformer(s) -> dict[str, object]:
         lambda p, m, v: (p.astype(f32) - lr * (m / c1) /
                          (jnp.sqrt(v / c2) + eps)).astype(p.dtype),
         params, m, vv)
-    return params, {"m": m, "v": vv, "count": count}, loss
+    return params, {"m": m, "v": vv, "count": count}
 
-  jax.block_until_ready((params, opt, inputs, targets))
+  def step(params, opt, inputs, targets):
+    value, grads = jax.value_and_grad(loss)(params, inputs, targets)
+    params, opt = update(params, opt, grads)
+    return params, opt, value
+
+  params, opt, inputs, targets = jax.block_until_ready(
+      jax.device_put((params, opt, inputs, targets)))
+  return {"params": params, "opt": opt, "inputs": inputs, "targets": targets,
+          "embed": embed, "split": split, "layer": layer, "pick": pick,
+          "head": head, "loss": loss, "update": update, "step": step}
+
+
+def train_step(s, variants=()):
+  """(step, (params, opt, inputs, targets)): `model(s, variants)`'s training
+  step and its arguments."""
+  m = model(s, variants)
+  return m["step"], (m["params"], m["opt"], m["inputs"], m["targets"])
+
+
+def _program_figures(compiled, prefix: str) -> dict[str, object]:
+  """The compiled program's temporary memory (MB, `memory_analysis()`), bytes
+  accessed (GB) and GFLOPs (`cost_analysis()`); None where this jax or
+  backend does not say."""
+  out: dict[str, object] = {}
+  try:
+    memory = compiled.memory_analysis()
+    out[prefix + "temp_mb"] = memory.temp_size_in_bytes / 1e6
+  except Exception:  # pylint: disable=broad-except
+    out[prefix + "temp_mb"] = None
+  try:
+    cost = compiled.cost_analysis()
+    if isinstance(cost, list):  # jax 0.4.26: one dict per module
+      cost = cost[0] if cost else None
+  except Exception:  # pylint: disable=broad-except
+    cost = None
+  for name, key, scale in (("gb_accessed", "bytes accessed", 1e9),
+                           ("gflops", "flops", 1e9)):
+    value = cost.get(key) if cost else None
+    out[prefix + name] = None if value is None else value / scale
+  return out
+
+
+def peak_memory_mb() -> float | None:
+  """The first device's peak memory in use so far (`memory_stats()`), MB; None
+  where the backend does not say (e.g. the CPU)."""
+  import jax  # pylint: disable=g-import-not-at-top
+  try:
+    stats = jax.devices()[0].memory_stats()
+  except Exception:  # pylint: disable=broad-except
+    return None
+  peak = (stats or {}).get("peak_bytes_in_use")
+  return None if peak is None else peak / 1e6
+
+
+def transformer(s) -> dict[str, object]:
+  """A transformer training step: lowering, compile, first call, steps, the
+  compiled program's figures, the peak memory after the steps."""
+  import jax  # pylint: disable=g-import-not-at-top
+  step, (params, opt, inputs, targets) = train_step(s)
   compiled, lower_s, compile_s = _lower_compile(step, params, opt, inputs,
                                                 targets)
   t0 = time.perf_counter()
@@ -215,20 +327,35 @@ def transformer(s) -> dict[str, object]:
   return {"train_lower_s": lower_s, "train_compile_s": compile_s,
           "train_first_s": first_s, "train_step_ms": step_ms,
           "train_step_ms_later": statistics.median(step_ms[1:] or step_ms),
+          "train_peak_mb": peak_memory_mb(),
+          **_program_figures(compiled, "train_"),
           "train_loss": float(loss)}
+
+
+def transformer_again(s) -> dict[str, float]:
+  """The training step lowered and compiled again, after
+  `jax.clear_caches()`: a later compile of the same program in the process."""
+  import jax  # pylint: disable=g-import-not-at-top
+  step, args = train_step(s)
+  jax.clear_caches()
+  _, lower_s, compile_s = _lower_compile(step, *args)
+  return {"train_lower_again_s": lower_s, "train_compile_again_s": compile_s}
 
 
 def worker(s, with_pipeline: bool) -> dict[str, object]:
   import jax  # pylint: disable=g-import-not-at-top
   import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+  t0 = time.perf_counter()
   out: dict[str, object] = {"jax": jax.__version__,
-                            "backend": jax.default_backend()}
+                            "backend": jax.default_backend(),
+                            "init_s": time.perf_counter() - t0}
+  out.update(transformer(s))  # the process's first compile
+  out.update(mlp24(s))
+  out.update(transformer_again(s))
   one = jnp.float32(1)
-  tiny, out["warmup_lower_s"], out["warmup_compile_s"] = _lower_compile(
+  tiny, out["tiny_lower_s"], out["tiny_compile_s"] = _lower_compile(
       lambda v: v + 1, one)
   jax.block_until_ready(tiny(one))
-  out.update(mlp24(s))
-  out.update(transformer(s))
 
   n = s["matmul"]
   x = jax.block_until_ready(jnp.ones((n, n), jnp.bfloat16))
@@ -299,23 +426,27 @@ def pipeline() -> dict[str, float]:
 
 
 # The figures compared per round, in the order printed.
-COMPARED = ("warmup_compile_s", "mlp24_lower_s", "mlp24_compile_s",
-            "train_lower_s", "train_compile_s", "train_first_s",
-            "train_step_ms", "train_step_ms_later", "matmul_async_tflops",
-            "matmul_async_first_tflops", "matmul_async_later_tflops",
-            "matmul_tflops", "tiny_call_us")
+COMPARED = ("init_s", "train_lower_s", "train_compile_s", "train_first_s",
+            "train_step_ms", "train_step_ms_later", "train_peak_mb",
+            "train_temp_mb", "train_gb_accessed", "train_gflops",
+            "train_loss", "mlp24_lower_s", "mlp24_compile_s",
+            "train_lower_again_s", "train_compile_again_s", "tiny_compile_s",
+            "matmul_async_tflops", "matmul_async_first_tflops",
+            "matmul_async_later_tflops", "matmul_tflops", "tiny_call_us")
 
 
 def _fmt(x) -> str:
   if isinstance(x, list):
     return "[" + ", ".join(_fmt(v) for v in x) + "]"
+  if x is None:
+    return "n/a"
   return f"{x:.4g}" if isinstance(x, float) else str(x)
 
 
 def _ratio(f, b):
   if isinstance(f, list):
-    return [x / y for x, y in zip(f, b)]
-  return f / b
+    return [_ratio(x, y) for x, y in zip(f, b)]
+  return None if f is None or not b else f / b
 
 
 def main():
