@@ -399,9 +399,14 @@ def main() -> None:
   parser.add_argument("--chip", action="store_true")
   args = parser.parse_args()
   if args.chip:
+    ran = 0
     for name in CASES:
-      print(f"{name}: {cell(run_on_chip(name)).replace('lowers', 'runs')}",
+      reason = run_on_chip(name)
+      ran += reason is None
+      print(f"{name}: {'runs' if reason is None else cell(reason)}",
             flush=True)
+    print(f"jax {jax.__version__} on a {jax.devices()[0].device_kind}: "
+          f"{ran}/{len(CASES)} run")
     return
   if args.json:
     print(json.dumps(measure()))
