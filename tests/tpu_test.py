@@ -24,7 +24,9 @@ The differential: every kernel of the fork's Pallas tests that a TPU can run
 (tests/pallas_kernels.py) runs on the chip and, on the CPU, under
 `interpret=True` and `pltpu.InterpretParams()`; the three agree with each
 other and with NumPy, exactly where the data are exact. A kernel the chip
-refuses, `InterpretParams()` refuses too.
+refuses, `InterpretParams()` refuses too. `JAX_FORK_TEST_KERNELS=REGEX`
+takes only the registered kernels whose names it matches (`re.search`),
+e.g. `^pallas_tpu_lowering[.]`.
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ import collections
 import contextlib
 import io
 import os
+import re
 import tempfile
 import time
 import traceback
@@ -82,12 +85,17 @@ def words(e: BaseException) -> str:
   return " <- ".join(lines)
 
 
+def selected() -> list[pallas_kernels.Kernel]:
+  pattern = os.environ.get("JAX_FORK_TEST_KERNELS", "")
+  return [k for k in pallas_kernels.registry() if re.search(pattern, k.name)]
+
+
 def runnable() -> list[pallas_kernels.Kernel]:
-  return [k for k in pallas_kernels.registry() if not k.excluded]
+  return [k for k in selected() if not k.excluded]
 
 
 def counts_line(kernels, **counts) -> str:
-  excluded = [k for k in pallas_kernels.registry() if k.excluded]
+  excluded = [k for k in selected() if k.excluded]
   return (f"{len(kernels) + len(excluded)} kernels registered: "
           f"{len(excluded)} excluded, {len(kernels)} run "
           f"({sum(k.exact for k in kernels)} exact, "
