@@ -159,6 +159,19 @@ class AnswersTest(PluginTestCase):
         jax.device_put(xs2, NamedSharding(mesh, P())))
     np.testing.assert_allclose(grads, jnp.cos(xs2), rtol=1e-6)
 
+  def test_a_program_the_plugin_cannot_upgrade(self):
+    """A later StableHLO fails to upgrade 0.4.26's scatter with an update
+    computation of its own ("Failed to upgrade versioned StableHLO"): the
+    plugin compiles its HLO instead."""
+    dnums = lax.ScatterDimensionNumbers(
+        update_window_dims=(), inserted_window_dims=(0,),
+        scatter_dims_to_operand_dims=(0,))
+    cpu, out = on_both(lambda x: lax.scatter_apply(
+        x, np.array([[1], [3]]), jnp.sin, dnums, update_shape=(2,)),
+        np.arange(6.0, dtype=np.float32))
+    np.testing.assert_array_equal(out, cpu)
+    np.testing.assert_allclose(cpu, [0, np.sin(1), 2, np.sin(3), 4, 5])
+
   def test_compiled_hlo_reads_back(self):
     """The optimized HLO of a plugin executable (instruction ids above
     INT_MAX, renumbered) reaches as_text() and the executable's shardings."""
