@@ -44,6 +44,7 @@ from pathlib import Path
 
 from . import results_stream
 from . import tree as T
+from . import upstream as U
 
 # How --pallas-interpret (forktool/pallas_interpret.py) reports the tests of
 # features that interpret mode lacks, and those that upstream's kernel fails.
@@ -323,6 +324,14 @@ def _stream_id(nodeid: str) -> str:
   return path.rpartition("tests/")[2] + sep + rest
 
 
+def time_limit_options() -> list[str]:
+  """The fork's per-test time limit (pyproject.toml), as pytest options."""
+  with open(U.REPO_ROOT / "pyproject.toml", "rb") as f:
+    ini = U.tomllib.load(f)["tool"]["pytest"]["ini_options"]
+  return [f"-o{k}={ini[k]}"
+          for k in ("timeout", "timeout_method", "faulthandler_timeout")]
+
+
 def run_file(python: str, targets: list[str], args, env: dict[str, str],
              cwd: str, log: Path, timeout: float | None = None) -> Run:
   """Runs pytest on `targets` (a file, or test ids) with `python`; cut at
@@ -332,7 +341,7 @@ def run_file(python: str, targets: list[str], args, env: dict[str, str],
   for f in (junit, stream):
     f.unlink(missing_ok=True)
   cmd = [python, "-m", "pytest", *targets, "-q", "-p", "no:cacheprovider",
-         "-o", "addopts=", f"--junitxml={junit}"]
+         "-o", "addopts=", f"--junitxml={junit}", *time_limit_options()]
   if args.keyword:
     cmd += ["-k", args.keyword]
   if args.workers:
