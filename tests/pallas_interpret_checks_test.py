@@ -763,24 +763,25 @@ def _windows(dtype):
        _ds(aligned(word, word), 32), cols, True),
       (f"dma_at_a_traced_multiple_of_{tile}_rows", _dma_window,
        _ds(aligned(0, tile), 32), cols, False),
+      # Sizes in whole 8 rows, of an 8-bit type too.
       (f"dma_of_{tile + tile // 2}_rows", _dma_window,
-       _ds(fixed(0), tile + tile // 2), cols, True),
+       _ds(fixed(0), tile + tile // 2), cols, (tile + tile // 2) % 8 != 0),
       (f"dma_of_{tile // 2}_rows", _dma_window, _ds(fixed(0), tile // 2),
        cols, False),
       # One row (a squeezed dimension) at any row: of 32-bit types alone.
       (f"dma_of_row_{word}", _dma_window, fixed(word), cols, word > 1),
-      # Rows of an array one tile wide: at any row, in whole words.
+      # Rows of a 32-bit array one tile wide: at any row.
       (f"dma_at_row_{word}_of_128_columns", _dma_window,
-       _ds(fixed(word), 32), cols, False, 128),
+       _ds(fixed(word), 32), cols, word > 1, 128),
       ("view_at_column_64", _view, slice(0, 32), slice(64, 192), True),
       ("view_at_column_128", _view, slice(0, 32), slice(128, 256), False),
       (f"view_at_row_{word}", _view, slice(word, word + 32), slice(0, 128),
        True),
       (f"view_at_row_{tile}", _view, slice(tile, tile + 32), slice(0, 128),
        False)]
-  if word == 1:  # ... not of views
+  if word == 1:  # ... through a view too
     cases.append(("view_at_row_1_of_128_columns", _view, slice(1, 33),
-                  slice(0, 128), True, 128))
+                  slice(0, 128), False, 128))
   if word > 1:   # a row inside a 32-bit word
     cases += [
         (f"dma_at_row_{word // 2}", _dma_window, _ds(fixed(word // 2), 32),
@@ -835,7 +836,10 @@ ARITHMETIC = [
         # jnp.where by the mask of a compare of narrow integers
         ("where_by_eq", lambda x, y: jnp.where(x == y, 1, 0), (True, True))]
     for dtype, cast in [("int8", False), ("int8", True), ("int16", False)]
-    if not cast or name in ("add", "max", "gt", "eq", "where_by_eq")]
+    # (A TPU v5e refused jnp.where(x == y, 1, 0) of int8 vectors cast to
+    # int32 too, and ran jnp.where by an int32 compare in pallas_tpu_lowering
+    # and upstream's paged attention: not a rule yet.)
+    if not cast or name in ("add", "max", "gt", "eq")]
 
 
 class MosaicRefusalsTest(jtu.JaxTestCase):
