@@ -381,9 +381,9 @@ class UpstreamPinTest(ToolingTestCase):
         "_PYPROJECT_HOOKS_BACKEND_PATH": "/checkout/build",
         "_PYPROJECT_HOOKS_BUILD_BACKEND": "forktool.backend",
         "PEP517_BUILD_BACKEND": "forktool.backend",
-        "PIP_BUILD_TRACKER": "/tmp/pip-build-tracker-x",
-        "PYTHONPATH": "/tmp/pip-build-env-x/site",
-        "PYTHONNOUSERSITE": "1", "HOME": "/root", "PIP_INDEX_URL": "idx"})
+        "PIP_BUILD_TRACKER": "/build/pip-build-tracker-x",
+        "PYTHONPATH": "/build/pip-build-env-x/site",
+        "PYTHONNOUSERSITE": "1", "HOME": "/users/u", "PIP_INDEX_URL": "idx"})
     self.assertEqual(set(env) - {"PYTHONPATH"}, {"HOME", "PIP_INDEX_URL"})
     import pip  # noqa: F401  (the child's PYTHONPATH is pip's own folder)
     self.assertEqual(Path(env["PYTHONPATH"]),
