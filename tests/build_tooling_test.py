@@ -1035,6 +1035,27 @@ class UpstreamCompareTest(ToolingTestCase):
     self.assertIn("tiny_test: fork 1 passed, 1 failed", r.stdout)
     self.assertIn("0 also fail on upstream | 1 new on the fork", r.stdout)
 
+  def test_the_recheck_interpreter_starts_only_for_a_failure(self):
+    # .ci/upstream-suites makes upstream's venv when it is first started.
+    work = make_tests_repo(self.tmp / "work", ok_test=(
+        "import os\n"
+        "def test_ok():\n"
+        "  assert os.environ.get('FAIL') != '1'\n"))
+    py = python_with_this_jax(self.tmp / "py")
+    broken = self.tmp / "broken-python"
+    broken.write_text("#!/bin/sh\necho 'ModuleNotFoundError: jax' >&2\n"
+                      "exit 1\n")
+    broken.chmod(0o755)
+    for fail in ("0", "1"):
+      r = run_cli("upstream-tests", "--jax-repo", str(work), "--python", py,
+                  "--recheck", str(broken), "--log-dir",
+                  str(self.tmp / "logs"), "ok_test",
+                  env=dict(os.environ, FAIL=fail))
+      self.assertEqual(r.returncode, int(fail), r.stdout + r.stderr)
+      self.assertIn(f"failures rechecked with {broken}", r.stdout)
+      self.assertEqual("cannot import jax" in r.stderr, fail == "1",
+                       r.stderr)
+
   def test_a_file_that_ran_no_test_fails_the_run(self):
     work = make_tests_repo(self.tmp / "work", gated_test=(
         "import pytest\n"
