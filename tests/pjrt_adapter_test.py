@@ -651,6 +651,34 @@ class TpuRuntimeTest(jtu.JaxTestCase):
     self.assertNotEqual(run.returncode, 0)
     self.assertIn("speaks PJRT C API 1.2", run.stderr)
 
+  def test_another_plugin_the_fork_cannot_serve_is_an_error(self):
+    """A plugin named in PJRT_NAMES_AND_LIBRARY_PATHS or registered by a
+    jax_plugins module fails JAX's backend initialization, as upstream's
+    (0.4.26 and 0.10.2) does for any plugin that fails to start, with
+    JAX_PLATFORMS unset too; JAX_PLATFORMS=cpu leaves it out."""
+    path = fake_plugin(1, 2)
+    site = Path(self.create_tempdir().full_path)
+    (site / "jax_plugins" / "fake_module").mkdir(parents=True)
+    (site / "jax_plugins" / "fake_module" / "__init__.py").write_text(
+        "from jax._src import xla_bridge\n"
+        "def initialize():\n"
+        f"  xla_bridge.register_plugin('fake_module', library_path={path!r})\n")
+    pythonpath = f"{site}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
+    for name, env in (("fake_env", {"PJRT_NAMES_AND_LIBRARY_PATHS":
+                                    f"fake_env:{path}"}),
+                      ("fake_module", {"PYTHONPATH": pythonpath})):
+      with self.subTest(name):
+        run = self.run_jax({**env, "JAX_PLATFORMS": None})
+        self.assertNotEqual(run.returncode, 0, run.stdout)
+        self.assertRegex(run.stderr, f"RuntimeError: Unable to initialize "
+                         f"backend '{name}': PJRT plugin '{name}'")
+        for words in (path, "speaks PJRT C API 1.2",
+                      "set JAX_PLATFORMS=cpu to skip this backend"):
+          self.assertIn(words, run.stderr)
+        run = self.run_jax({**env, "JAX_PLATFORMS": "cpu"})
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(run.stdout.strip(), "cpu")
+
   def test_libtpu_on_a_machine_without_a_tpu(self):
     """As today's JAX: the runtime is not sent to the cloud's metadata server
     for a TPU that is not there, and JAX_PLATFORMS is left to the user."""

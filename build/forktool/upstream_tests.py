@@ -458,6 +458,7 @@ def main(args) -> int:
 
   worst = 0
   rows = []
+  any_rechecked = False
   with contextlib.ExitStack() as stack:
     tmp = stack.enter_context(
         tempfile.TemporaryDirectory(prefix="jax-upstream-tests-"))
@@ -483,9 +484,10 @@ def main(args) -> int:
            f"{_installed(args.python, fork_env, cwd)}"
            f"{f' on PJRT plugin {args.pjrt_plugin}' if args.pjrt_plugin else ''}"
            f"{f', from {tests_dir}' if args.tests_dir else ''}")
-    if other:
-      report(f"{'compared' if args.compare else 'failures rechecked'} with "
-             f"jax {_installed(other, env, cwd)}")
+    if args.compare:
+      report(f"compared with jax {_installed(other, env, cwd)}")
+    elif other:   # asked at the first recheck: it may be made on first use
+      report(f"failures rechecked with {other}")
     if args.recheck_on_cpu:
       report("failures rechecked with JAX_PLATFORMS=cpu")
     for name in names:
@@ -515,7 +517,9 @@ def main(args) -> int:
                         time_left(limit))
         uc, ufailed = urun.counts, urun.failed
       elif recheck_python and failed:
-        rechecked = True
+        if args.recheck and not any_rechecked:
+          report(f"rechecking with jax {_installed(other, env, cwd)}")
+        rechecked = any_rechecked = True
         urun = run_file(recheck_python,
                         [str(tests_dir / i) for i in sorted(failed)],
                         args, recheck_env, cwd, ulog, time_left(limit))
