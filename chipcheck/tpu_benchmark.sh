@@ -13,18 +13,19 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 #
-# benchmarks/tpu.py on the TPU machine: the fork (on_device.sh's /tmp/site)
-# against the machine's own JAX (the PYTHONPATH it came with), in one run.
-#   source .tpu/on_device.sh && bash chipcheck/tpu_benchmark.sh [--rounds 2 ...]
-# (carry [".tpu"] as laid by ../shared/tpu/carry.sh; about 3-4 minutes.)
+# benchmarks/tpu.py on the TPU machine: the fork against the machine's own
+# JAX (the PYTHONPATH it came with), in one run; exits non-zero when the
+# benchmark fails (or at the time limit). Here: bash chipcheck/prepare.sh.
+# There (carry [".tpu"]; about 3-4 minutes):
+#   bash chipcheck/tpu_benchmark.sh [--rounds 2 ...]
 # Back in $OUT: tpu_benchmark.log.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
-out=${OUT:-/tmp/benchmark-out}
+. chipcheck/on_device.sh
+out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
-# The machine's PYTHONPATH: on_device.sh's, less what it put around it.
-base=$(python3 -c 'import os; print(os.pathsep.join(
-    p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
-    if p and p not in ("/tmp/site", "/tmp/site2", "/tmp/np126")))')
-PYTHONPATH=$base python3 -c 'import jax; print("baseline: jax", jax.__version__, jax.__file__)' 2>&1 | tee "$out/tpu_benchmark.log"
-timeout 420 python3 benchmarks/tpu.py --baseline-pythonpath "$base" "$@" 2>&1 | tee -a "$out/tpu_benchmark.log"
+base=$JAX_FORK_CHIP_BASE
+{
+  PYTHONPATH=$base python3 -c 'import jax; print("baseline: jax", jax.__version__, jax.__file__)' &&
+  timeout 420 python3 benchmarks/tpu.py --baseline-pythonpath "$base" "$@"
+} 2>&1 | tee "$out/tpu_benchmark.log"

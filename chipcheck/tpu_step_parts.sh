@@ -15,16 +15,15 @@
 #
 # benchmarks/tpu_step_parts.py on the TPU machine: where the fork's training
 # step spends its extra time against the machine's own JAX, in one run.
-#   source .tpu/on_device.sh && bash chipcheck/tpu_step_parts.sh [--budget 220 ...]
+#   bash chipcheck/tpu_step_parts.sh [--budget 220 ...]
 # (carry [".tpu"] as laid by ../shared/tpu/carry.sh; about 4 minutes: the
 # workers stop taking new programs at --budget seconds.)
 # Back in $OUT: tpu_step_parts.log.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
-out=${OUT:-/tmp/benchmark-out}
+. chipcheck/on_device.sh
+out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
-# The machine's PYTHONPATH: on_device.sh's, less what it put around it.
-base=$(python3 -c 'import os; print(os.pathsep.join(
-    p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
-    if p and p not in ("/tmp/site", "/tmp/site2", "/tmp/np126")))')
-timeout 300 python3 benchmarks/tpu_step_parts.py --baseline-pythonpath "$base" "$@" 2>&1 | tee "$out/tpu_step_parts.log"
+timeout 300 python3 benchmarks/tpu_step_parts.py \
+  --baseline-pythonpath "$JAX_FORK_CHIP_BASE" "$@" 2>&1 |
+  tee "$out/tpu_step_parts.log"

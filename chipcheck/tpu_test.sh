@@ -16,14 +16,22 @@
 # tests/tpu_test.py on the TPU machine, in one process (one program at a time
 # holds the chip: no -n), with the differential of the fork's Pallas test
 # kernels (TpuTest.test_pallas_kernels_on_the_chip: a line per kernel, then
-# the counts).
-# Here, in the checkout (laying .tpu/, git-ignored):  bash ../shared/tpu/carry.sh
-# There (one call, carry [".tpu"], timeout_s 600):
-#   source .tpu/on_device.sh && bash chipcheck/tpu_test.sh
+# the counts). Exits non-zero when JAX does not see the chip, when a test
+# fails (the chip disagrees with NumPy, the CPU backend or interpret mode),
+# or at the time limit.
+# Here: bash chipcheck/prepare.sh (lays .tpu/, git-ignored). There (one
+# call, carry [".tpu"], timeout_s 600; about 3 minutes):
+#   bash chipcheck/tpu_test.sh
 # Back in $OUT: tpu_test.log.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
-out=${OUT:-/tmp/tpu-test-out}
+. chipcheck/on_device.sh
+out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
 export JAX_PLATFORMS=${JAX_PLATFORMS:-tpu,cpu}
-timeout 540 python -m pytest -q tests/tpu_test.py -rA 2>&1 | tee "$out/tpu_test.log"
+{
+  # Every test skips without a TPU: first make sure JAX has one.
+  timeout 120 python3 -c 'import jax; d = jax.devices()[0]
+print("device:", d.device_kind); assert d.platform == "tpu", d' &&
+  timeout 480 python3 -m pytest -q tests/tpu_test.py -rA
+} 2>&1 | tee "$out/tpu_test.log"

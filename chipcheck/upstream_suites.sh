@@ -17,11 +17,12 @@
 # each (hypothesis: one example), every failure rerun on the built-in CPU
 # backend (docs/upstream_suites.md, "On a TPU").
 #
-# Here, in the checkout (laying .tpu/, git-ignored):
-#   bash ../shared/tpu/carry.sh
-#   python build/fork.py upstream-tests --set tpu --export .tpu/upstream-tests
+# Here, in the checkout (laying .tpu/, git-ignored; $JAX_UPSTREAM_REPO as
+# for build/fork.py upstream-tests):
+#   bash chipcheck/prepare.sh --upstream-tests
 # There (one call, carry [".tpu"], timeout_s 600):
-#   source .tpu/on_device.sh && bash chipcheck/upstream_suites.sh [BUDGET] [FILE[:SECONDS] ...]
+#   PIP_INDEX_URL=<the machine's package index> \
+#     bash chipcheck/upstream_suites.sh [BUDGET] [FILE[:SECONDS] ...]
 #
 # BUDGET (default 420 s) bounds the suites' part of the run: no file starts
 # after it, and each file and its CPU recheck are cut at their own limit
@@ -30,13 +31,17 @@
 # for those the budget left out (run them in a second call). Back in $OUT:
 # upstream_suites.log (everything), upstream_summary.txt (per-file counts,
 # failing test ids, each with its CPU verdict), upstream_logs.tar.gz (pytest's
-# log and JUnit XML of each run).
+# log and JUnit XML of each run). Exits 1 when the chip disagrees: a test
+# failed on the chip that does not fail on the CPU too (it passes or skips
+# there, or was not rechecked), or a file's pytest crashed; a file cut at its
+# limit, or left out by the budget, is reported and is not a disagreement.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
-out=${OUT:-/tmp/upstream-out}
+. chipcheck/on_device.sh
+out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
-logs=/tmp/upstream-logs
-rm -rf "$logs" && mkdir -p "$logs"
+tmp="$(python3 -c 'import tempfile; print(tempfile.gettempdir())')/jax-fork-chip"
+logs="$(mktemp -d)"
 rm -f "$out/upstream_summary.txt"
 budget=${1:-420}
 [ $# -gt 0 ] && shift
@@ -59,24 +64,26 @@ files=("$@")
 {
   # Upstream's 0.4.26 lax_numpy_test does not collect with NumPy 2.x (its
   # ufunc table trips over `matvec`): the counts of CHANGELOG.md are taken
-  # with NumPy 1.26.4 and SciPy 1.13.1; use them where the machine's index
-  # has them (and ml_dtypes 0.5.4, which serves NumPy 1 and 2).
-  np_dir=/tmp/np126
-  if [ "${KEEP_NUMPY:-0}" != 1 ] && [ ! -f $np_dir/.ok ]; then
+  # with NumPy 1.26.4 and SciPy 1.13.1; use them where the machine's package
+  # index (pip's own PIP_INDEX_URL, else pip's configuration) has them (and
+  # ml_dtypes 0.5.4, which serves NumPy 1 and 2). KEEP_NUMPY=1: the machine's.
+  np_dir=$tmp/np126
+  if [ "${KEEP_NUMPY:-0}" != 1 ] && [ ! -f "$np_dir/.ok" ]; then
     for pkgs in "numpy==1.26.4 scipy==1.13.1 ml_dtypes==0.5.4" \
                 "numpy==1.26.4 ml_dtypes==0.5.4"; do
-      rm -rf $np_dir
-      PIP_CONFIG_FILE=/dev/null timeout 120 python3 -m pip install --isolated -q \
-        --only-binary=:all: --no-deps --index-url file:///opt/pypi/simple \
-        --target $np_dir $pkgs 2>&1 | grep -v notice
+      rm -rf "$np_dir"
+      # With PIP_INDEX_URL, the machine's pip configuration does not apply.
+      env ${PIP_INDEX_URL:+PIP_CONFIG_FILE=/dev/null} timeout 120 python3 -m pip install -q --retries 0 \
+        --timeout 15 --only-binary=:all: --no-deps --target "$np_dir" $pkgs \
+        2>&1 | grep -v notice
       if PYTHONPATH=$np_dir:${PYTHONPATH:-} python3 -c \
           'import numpy, scipy.special, jax.numpy as jnp; jnp.ones(2).sum()' \
           2>/dev/null; then
-        touch $np_dir/.ok; break
+        touch "$np_dir/.ok"; break
       fi
     done
   fi
-  if [ "${KEEP_NUMPY:-0}" != 1 ] && [ -f $np_dir/.ok ]; then
+  if [ "${KEEP_NUMPY:-0}" != 1 ] && [ -f "$np_dir/.ok" ]; then
     export PYTHONPATH=$np_dir:${PYTHONPATH:-}
   fi
   python3 -c 'import numpy, scipy, ml_dtypes, pytest, hypothesis, absl; print("numpy", numpy.__version__, "scipy", scipy.__version__, "ml_dtypes", ml_dtypes.__version__, "pytest", pytest.__version__, "hypothesis", hypothesis.__version__)'
@@ -90,8 +97,13 @@ files=("$@")
   rest=$(sed -n 's/^\([^ ]*\): not run, the budget.*/\1/p' "$out/upstream_summary.txt")
   if [ -n "$rest" ]; then
     echo "left out by the budget; in a second call:"
-    echo "  source .tpu/on_device.sh && bash chipcheck/upstream_suites.sh 480 $(for f in $rest; do for g in "${files[@]}"; do [ "${g%%:*}" = "$f" ] && printf '%s ' "$g"; done; done)"
+    echo "  ${PIP_INDEX_URL:+PIP_INDEX_URL=$PIP_INDEX_URL }bash chipcheck/upstream_suites.sh 480 $(for f in $rest; do for g in "${files[@]}"; do [ "${g%%:*}" = "$f" ] && printf '%s ' "$g"; done; done)"
   fi
+  disagree=$(grep -cE 'failure: .*(\((passes on CPU|skipped on CPU|not rechecked[^)]*)\)$|pytest exit status)' \
+    "$out/upstream_summary.txt")
+  echo "$disagree test(s) on which the chip disagrees with the CPU backend"
+  [ "$disagree" = 0 ]
 } 2>&1 | tee "$out/upstream_suites.log"
+status=$?
 tar -czf "$out/upstream_logs.tar.gz" -C "$logs" . 2>/dev/null
-exit 0
+exit "$status"

@@ -22,7 +22,7 @@ On a machine with a package registry, from the checkout's root:
 Then on the TPU machine, from the checkout's root, carrying `.tpu` (laid by
 `../shared/tpu/carry.sh`) and `.whl-tpu`:
 
-  source .tpu/on_device.sh && python3 examples/lm_chip.py
+  source chipcheck/on_device.sh && python3 examples/lm_chip.py
 
 About 3-4 minutes. It installs each side's ecosystem into a folder of its
 own (skipped when a warm machine still has it): for the fork, the carried
@@ -65,7 +65,6 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-INDEX = "file:///opt/pypi/simple"     # the TPU machine's own package index
 # pip download's recipe for wheels that install on the TPU machine.
 DOWNLOAD = ["--no-deps", "--only-binary=:all:", "--python-version", "3.11",
             "--implementation", "cp"] + [
@@ -276,11 +275,13 @@ def main(argv=None) -> int:
   p.add_argument("--fork-path", default=None,
                  help="PYTHONPATH giving the fork (default: $PYTHONPATH)")
   p.add_argument("--peer-path", default=None,
-                 help="PYTHONPATH giving the peer JAX (default: $PYTHONPATH "
-                 "less on_device.sh's /tmp/site and /tmp/site2)")
+                 help="PYTHONPATH giving the peer JAX (default: the machine's, "
+                 "$JAX_FORK_CHIP_BASE, which chipcheck/on_device.sh sets)")
   p.add_argument("--wheels", default=".whl-tpu",
                  help="folder of the fork side's wheels")
-  p.add_argument("--index-url", default=INDEX)
+  p.add_argument("--index-url", default=os.environ.get("PIP_INDEX_URL"),
+                 help="the TPU machine's own package index (default: "
+                 "$PIP_INDEX_URL)")
   p.add_argument("--eco-dir",
                  default=os.path.join(tempfile.gettempdir(), "lm_chip"),
                  help="where each side's ecosystem is installed")
@@ -326,9 +327,11 @@ def main(argv=None) -> int:
   fork_path = env_path if a.fork_path is None else a.fork_path
   peer_path = a.peer_path
   if peer_path is None:
-    peer_path = os.pathsep.join(
-        x for x in env_path.split(os.pathsep)
-        if x and x not in ("/tmp/site", "/tmp/site2"))
+    peer_path = os.environ.get("JAX_FORK_CHIP_BASE")
+  if peer_path is None:
+    p.error("--peer-path is required outside chipcheck/on_device.sh")
+  if not a.no_install and not a.index_url:
+    p.error("--index-url (or $PIP_INDEX_URL): the machine's package index")
   if not a.no_install:
     log("installing (fork side: carried wheels; peer side: the index)")
     eco_fork = os.path.join(a.eco_dir, "fork")

@@ -381,9 +381,9 @@ class UpstreamPinTest(ToolingTestCase):
         "_PYPROJECT_HOOKS_BACKEND_PATH": "/checkout/build",
         "_PYPROJECT_HOOKS_BUILD_BACKEND": "forktool.backend",
         "PEP517_BUILD_BACKEND": "forktool.backend",
-        "PIP_BUILD_TRACKER": "/tmp/pip-build-tracker-x",
-        "PYTHONPATH": "/tmp/pip-build-env-x/site",
-        "PYTHONNOUSERSITE": "1", "HOME": "/root", "PIP_INDEX_URL": "idx"})
+        "PIP_BUILD_TRACKER": "/build/pip-build-tracker-x",
+        "PYTHONPATH": "/build/pip-build-env-x/site",
+        "PYTHONNOUSERSITE": "1", "HOME": "/users/u", "PIP_INDEX_URL": "idx"})
     self.assertEqual(set(env) - {"PYTHONPATH"}, {"HOME", "PIP_INDEX_URL"})
     import pip  # noqa: F401  (the child's PYTHONPATH is pip's own folder)
     self.assertEqual(Path(env["PYTHONPATH"]),
@@ -1034,6 +1034,27 @@ class UpstreamCompareTest(ToolingTestCase):
     self.assertIn("on PJRT plugin /p/plugin.so", r.stdout)
     self.assertIn("tiny_test: fork 1 passed, 1 failed", r.stdout)
     self.assertIn("0 also fail on upstream | 1 new on the fork", r.stdout)
+
+  def test_the_recheck_interpreter_starts_only_for_a_failure(self):
+    # .ci/upstream-suites makes upstream's venv when it is first started.
+    work = make_tests_repo(self.tmp / "work", ok_test=(
+        "import os\n"
+        "def test_ok():\n"
+        "  assert os.environ.get('FAIL') != '1'\n"))
+    py = python_with_this_jax(self.tmp / "py")
+    broken = self.tmp / "broken-python"
+    broken.write_text("#!/bin/sh\necho 'ModuleNotFoundError: jax' >&2\n"
+                      "exit 1\n")
+    broken.chmod(0o755)
+    for fail in ("0", "1"):
+      r = run_cli("upstream-tests", "--jax-repo", str(work), "--python", py,
+                  "--recheck", str(broken), "--log-dir",
+                  str(self.tmp / "logs"), "ok_test",
+                  env=dict(os.environ, FAIL=fail))
+      self.assertEqual(r.returncode, int(fail), r.stdout + r.stderr)
+      self.assertIn(f"failures rechecked with {broken}", r.stdout)
+      self.assertEqual("cannot import jax" in r.stderr, fail == "1",
+                       r.stderr)
 
   def test_a_file_that_ran_no_test_fails_the_run(self):
     work = make_tests_repo(self.tmp / "work", gated_test=(

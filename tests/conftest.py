@@ -122,15 +122,38 @@ if pytest is not None:
     """
     import jax   # after the environment above is set
     keep, drop = [], []
+    shared_out = _cases_shared_out(items)
     for item in items:
       number = getattr(getattr(item, "cls", None), "superseded_patch", None)
       superseded = number and _superseded_on(number, jax.version._version)
       left_out = _checked_interpret() and item.get_closest_marker(
           "interpret_true_only")
-      (drop if superseded or left_out else keep).append(item)
+      (drop if superseded or left_out or item in shared_out
+       else keep).append(item)
     if drop:
       config.hook.pytest_deselected(items=drop)
       items[:] = keep
+
+
+def _cases_shared_out(items) -> set:
+  """JAX_FORK_TEST_CASES=K/N (.ci/other-pythons: the K-th of N Pythons,
+  from 0) leaves out a parameterized test's cases but its first and every
+  N-th of the others from the K-th on: each test function runs on each of
+  the N, and each case on one of them. (.ci/run runs every case on 3.11.)"""
+  share = os.environ.get("JAX_FORK_TEST_CASES")
+  if not share:
+    return set()
+  k, n = (int(x) for x in share.split("/"))
+  seen: dict = {}
+  out = set()
+  for item in items:
+    fn = getattr(getattr(item, "obj", None), "__wrapped__", None)
+    if fn is None:   # not a parameterized test's case
+      continue
+    i = seen[item.cls, fn] = seen.get((item.cls, fn), -1) + 1
+    if i and (i - 1) % n != k:
+      out.add(item)
+  return out
 
 
 @functools.lru_cache(maxsize=None)

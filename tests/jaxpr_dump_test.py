@@ -310,13 +310,13 @@ class ConfigTest(DumpTestCase):
     env = dict(os.environ, JAX_DUMP_IR_TO="gs://b/p",
                JAX_DUMP_IR_MODES="jaxpr,stablehlo",
                JAX_DUMP_IR_FILTER="^train_step$",
-               JAX_DUMP_IR_LOCAL_DIR="/tmp/staging",
+               JAX_DUMP_IR_LOCAL_DIR="/staging",
                JAX_DUMP_IR_DELETE_LOCAL_AFTER="false")
     out = subprocess.run(
         [sys.executable, "-c", code, "--jax_dump_ir_modes=jaxpr_html"],
         env=env, check=True, capture_output=True, text=True, timeout=120)
     self.assertEqual(out.stdout.strip(), repr(
-        ("gs://b/p", "jaxpr_html", "^train_step$", "/tmp/staging", False)))
+        ("gs://b/p", "jaxpr_html", "^train_step$", "/staging", False)))
 
   def test_invalid_values_warn_when_dumping(self):
     # The options are read where they are used, as upstream's are: an unknown

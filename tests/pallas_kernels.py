@@ -34,7 +34,9 @@ DMA_WINDOW = (r"a TPU refuses this DMA \(Mosaic: (Offsets|Slice sizes) along "
               "tiled dimensions must be aligned to tiles")
 VIEW = (r"a TPU refuses this load or store through a view \(Mosaic: "
         "Unsupported tiling for 2d load/store")
-INT8 = r"a TPU refuses \w+ of int8 vectors \(Mosaic: "
+INT_VECTORS = r"a TPU refuses .* of int(8|16) vectors \(Mosaic: "
+SCALAR_READ = (r"a TPU refuses a scalar read of \w+ from VMEM \(Mosaic: Only "
+               "32-bit scalar vector.extracts supported")
 
 # The files that register kernels, imported by `registry()`.
 MODULES = ("pallas_tpu_interpret_test", "pallas_pipeline_test",

@@ -413,7 +413,7 @@ ACCUMULATE = {
         (np.ones((8, 128), dtype),), np.full((8, 128), 2, dtype),
         # The Pallas TPU lowering has no uint8; a TPU adds no int8 vectors.
         refused={jnp.uint8: "Exception while lowering eqn",
-                 jnp.int8: pallas_kernels.INT8}.get(dtype))
+                 jnp.int8: pallas_kernels.INT_VECTORS}.get(dtype))
     for dtype in (jnp.float32, jnp.bfloat16, jnp.int32, jnp.int8, jnp.uint8)}
 
 

@@ -166,6 +166,19 @@ class AnswersTest(PluginTestCase):
         jax.device_put(xs2, NamedSharding(mesh, P())))
     np.testing.assert_allclose(grads, jnp.cos(xs2), rtol=1e-6)
 
+  def test_a_program_the_plugin_cannot_upgrade(self):
+    """A later StableHLO fails to upgrade 0.4.26's scatter with an update
+    computation of its own ("Failed to upgrade versioned StableHLO"): the
+    plugin compiles its HLO instead."""
+    dnums = lax.ScatterDimensionNumbers(
+        update_window_dims=(), inserted_window_dims=(0,),
+        scatter_dims_to_operand_dims=(0,))
+    cpu, out = on_both(lambda x: lax.scatter_apply(
+        x, np.array([[1], [3]]), jnp.sin, dnums, update_shape=(2,)),
+        np.arange(6.0, dtype=np.float32))
+    np.testing.assert_array_equal(out, cpu)
+    np.testing.assert_allclose(cpu, [0, np.sin(1), 2, np.sin(3), 4, 5])
+
   def test_compiled_hlo_reads_back(self):
     """The optimized HLO of a plugin executable (instruction ids above
     INT_MAX, renumbered) reaches as_text() and the executable's shardings."""
@@ -651,6 +664,34 @@ class TpuRuntimeTest(jtu.JaxTestCase):
     run = self.run_jax({"TPU_LIBRARY_PATH": path, "JAX_PLATFORMS": "tpu"})
     self.assertNotEqual(run.returncode, 0)
     self.assertIn("speaks PJRT C API 1.2", run.stderr)
+
+  def test_another_plugin_the_fork_cannot_serve_is_an_error(self):
+    """A plugin named in PJRT_NAMES_AND_LIBRARY_PATHS or registered by a
+    jax_plugins module fails JAX's backend initialization, as upstream's
+    (0.4.26 and 0.10.2) does for any plugin that fails to start, with
+    JAX_PLATFORMS unset too; JAX_PLATFORMS=cpu leaves it out."""
+    path = fake_plugin(1, 2)
+    site = Path(self.create_tempdir().full_path)
+    (site / "jax_plugins" / "fake_module").mkdir(parents=True)
+    (site / "jax_plugins" / "fake_module" / "__init__.py").write_text(
+        "from jax._src import xla_bridge\n"
+        "def initialize():\n"
+        f"  xla_bridge.register_plugin('fake_module', library_path={path!r})\n")
+    pythonpath = f"{site}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
+    for name, env in (("fake_env", {"PJRT_NAMES_AND_LIBRARY_PATHS":
+                                    f"fake_env:{path}"}),
+                      ("fake_module", {"PYTHONPATH": pythonpath})):
+      with self.subTest(name):
+        run = self.run_jax({**env, "JAX_PLATFORMS": None})
+        self.assertNotEqual(run.returncode, 0, run.stdout)
+        self.assertRegex(run.stderr, f"RuntimeError: Unable to initialize "
+                         f"backend '{name}': PJRT plugin '{name}'")
+        for words in (path, "speaks PJRT C API 1.2",
+                      "set JAX_PLATFORMS=cpu to skip this backend"):
+          self.assertIn(words, run.stderr)
+        run = self.run_jax({**env, "JAX_PLATFORMS": "cpu"})
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(run.stdout.strip(), "cpu")
 
   def test_libtpu_on_a_machine_without_a_tpu(self):
     """As today's JAX: the runtime is not sent to the cloud's metadata server

@@ -483,7 +483,7 @@ class FetchTest(absltest.TestCase):
   def test_child_pip_gets_a_cleaned_environment(self):
     leaked = {"_PYPROJECT_HOOKS_BUILD_BACKEND": "forktool.backend",
               "_PYPROJECT_HOOKS_BACKEND_PATH": "/somewhere/build",
-              "PEP517_BUILD_BACKEND": "x", "PIP_BUILD_TRACKER": "/tmp/t",
+              "PEP517_BUILD_BACKEND": "x", "PIP_BUILD_TRACKER": "/build/t",
               "PYTHONPATH": "/overlay", "PYTHONNOUSERSITE": "1",
               "PIP_FIND_LINKS": "/wheels"}
     seen = {}

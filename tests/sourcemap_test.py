@@ -695,13 +695,13 @@ class FromRegionsTest(jtu.JaxTestCase):
   def test_options(self):
     # The source's text comes from linecache (files, notebook cells, ...); its
     # second line has "é" (2 UTF-8 bytes, 1 UTF-16 unit) before byte 3.
-    name = "/root/pkg/a.py"
+    name = "/src/pkg/a.py"
     linecache.cache[name] = (None, None, ["x = 1\n", "é = 2\n"], name)
     self.addCleanup(linecache.cache.pop, name, None)
     f = _Pos(name, 2, 3)
     sm = sourcemap.source_map_from_regions(
         "x\ny", [[(0, 1, f)]],
-        canonicalize_filename=lambda p: p.removeprefix("/root/"),
+        canonicalize_filename=lambda p: p.removeprefix("/src/"),
         include_source_content=True)
     self.assertEqual(sm.sources, ["pkg/a.py"])
     self.assertEqual(sm.sources_content, ["x = 1\né = 2\n"])

@@ -324,7 +324,13 @@ class TpuTest(jtu.JaxTestCase):
       else:
         results["ran_on_the_chip"] += 1
         if kernel.refused:
-          problems.append("the chip runs it; InterpretParams() refuses it")
+          try:
+            on_cpu(kernel, pltpu.InterpretParams(**kernel.params))
+            refusal = "(not now)"
+          except Exception as e:  # pylint: disable=broad-except
+            refusal = f"({words(e)})"
+          problems.append(
+              f"the chip runs it; InterpretParams() refuses it {refusal}")
         for check, got in [("NumPy", kernel.want)] + [
             (name, lambda interpret=interpret: on_cpu(kernel, interpret))
             for name, interpret in presets(kernel)
@@ -342,7 +348,8 @@ class TpuTest(jtu.JaxTestCase):
                   "lowering refuses it on a CPU host")
       for p in problems:
         failures.append(f"{kernel.name}: {p}")
-      print(f"{'FAIL' if problems else 'ok  '} {kernel.name}")
+      print(f"FAIL {kernel.name}: {' | '.join(problems)}" if problems else
+            f"ok   {kernel.name}")
     print(counts_line(kernels, **results, disagreed=len(
         {f.split(":")[0] for f in failures})) +
           f"; {time.time() - start:.0f} s")

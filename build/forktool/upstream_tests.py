@@ -44,6 +44,7 @@ from pathlib import Path
 
 from . import results_stream
 from . import tree as T
+from . import upstream as U
 
 # How --pallas-interpret (forktool/pallas_interpret.py) reports the tests of
 # features that interpret mode lacks, and those that upstream's kernel fails.
@@ -323,6 +324,14 @@ def _stream_id(nodeid: str) -> str:
   return path.rpartition("tests/")[2] + sep + rest
 
 
+def time_limit_options() -> list[str]:
+  """The fork's per-test time limit (pyproject.toml), as pytest options."""
+  with open(U.REPO_ROOT / "pyproject.toml", "rb") as f:
+    ini = U.tomllib.load(f)["tool"]["pytest"]["ini_options"]
+  return [f"-o{k}={ini[k]}"
+          for k in ("timeout", "timeout_method", "faulthandler_timeout")]
+
+
 def run_file(python: str, targets: list[str], args, env: dict[str, str],
              cwd: str, log: Path, timeout: float | None = None) -> Run:
   """Runs pytest on `targets` (a file, or test ids) with `python`; cut at
@@ -332,7 +341,7 @@ def run_file(python: str, targets: list[str], args, env: dict[str, str],
   for f in (junit, stream):
     f.unlink(missing_ok=True)
   cmd = [python, "-m", "pytest", *targets, "-q", "-p", "no:cacheprovider",
-         "-o", "addopts=", f"--junitxml={junit}"]
+         "-o", "addopts=", f"--junitxml={junit}", *time_limit_options()]
   if args.keyword:
     cmd += ["-k", args.keyword]
   if args.workers:
@@ -449,6 +458,7 @@ def main(args) -> int:
 
   worst = 0
   rows = []
+  any_rechecked = False
   with contextlib.ExitStack() as stack:
     tmp = stack.enter_context(
         tempfile.TemporaryDirectory(prefix="jax-upstream-tests-"))
@@ -474,9 +484,10 @@ def main(args) -> int:
            f"{_installed(args.python, fork_env, cwd)}"
            f"{f' on PJRT plugin {args.pjrt_plugin}' if args.pjrt_plugin else ''}"
            f"{f', from {tests_dir}' if args.tests_dir else ''}")
-    if other:
-      report(f"{'compared' if args.compare else 'failures rechecked'} with "
-             f"jax {_installed(other, env, cwd)}")
+    if args.compare:
+      report(f"compared with jax {_installed(other, env, cwd)}")
+    elif other:   # asked at the first recheck: it may be made on first use
+      report(f"failures rechecked with {other}")
     if args.recheck_on_cpu:
       report("failures rechecked with JAX_PLATFORMS=cpu")
     for name in names:
@@ -506,7 +517,9 @@ def main(args) -> int:
                         time_left(limit))
         uc, ufailed = urun.counts, urun.failed
       elif recheck_python and failed:
-        rechecked = True
+        if args.recheck and not any_rechecked:
+          report(f"rechecking with jax {_installed(other, env, cwd)}")
+        rechecked = any_rechecked = True
         urun = run_file(recheck_python,
                         [str(tests_dir / i) for i in sorted(failed)],
                         args, recheck_env, cwd, ulog, time_left(limit))
