@@ -210,12 +210,16 @@ class RemoteCopyTest(jtu.JaxTestCase):
     pallas_call = pl.pallas_call
     with mock.patch.object(pl, "pallas_call", lambda *args, **kwargs:
                            pallas_call(*args, **{**kwargs, "interpret": True})
-                           ), self.assertWarnsRegex(
-        pltpu.InterpretWarning, "the barrier semaphore is 2 at the end of the "
-        "kernel: signals never waited for"):
+                           ), warnings.catch_warnings(record=True) as seen:
+      warnings.simplefilter("always")
       out = all_gather.all_gather(
           jax.device_put(x, jax.sharding.NamedSharding(m, P("x"))), mesh=m,
           axis_name="x")
+    barrier = [w for w in seen if w.category is pltpu.InterpretWarning and
+               "the barrier semaphore is 2 at the end of the kernel: signals "
+               "never waited for" in str(w.message)]
+    # jax 0.4.30's own kernel signals 1, as it waits for 2: no warning.
+    self.assertEqual(bool(barrier), jax.__version_info__ < (0, 4, 30))
     np.testing.assert_array_equal(out, x)
 
 

@@ -279,6 +279,11 @@ class CyclesAndSchedulesTest(jtu.JaxTestCase):
   @pytest.mark.interpret_true_only(ACCUMULATOR_RACE)
   def test_accumulator_across_cycles_with_the_fixed_schedule(self, init):
     # The output Ref is the same in every cycle: the 'fixed' schedule.
+    if not init and jax.__version_info__ >= (0, 4, 30):
+      # Its copies race (test_the_accumulator_race_is_reported) and, unlike
+      # patch 0015's, what the output's old content adds depends on them.
+      self.skipTest("jax 0.4.30's own emit_pipeline (patch 0015 is superseded "
+                    "there): the old content's share depends on a race")
     x = ints(10, self.CHUNKS * self.ROWS, 128)
     old = ints(13, self.ROWS, 128)
     out = self.run_cycles(x, accumulate=True, out_init=old,
@@ -293,9 +298,13 @@ class CyclesAndSchedulesTest(jtu.JaxTestCase):
         pltpu.RaceWarning, r"race: a DMA into refs\[4\]\[<flat index 0>\]"
         r"\[1, 0:8, 0:128\] started at .* while a DMA started at .* reads "
         "it"):
+      # jax 0.4.30's emit_pipeline closes over an array constant that its
+      # Mosaic lowering cannot take (a TPU refuses the kernel): no checks.
       self.run_cycles(x, accumulate=True, out_init=ints(13, self.ROWS, 128),
                       schedule=pltpu.get_pipeline_schedule("fixed"),
-                      interpret=pltpu.InterpretParams(detect_races=True))
+                      interpret=pltpu.InterpretParams(
+                          detect_races=True,
+                          checks=jax.__version_info__ < (0, 4, 30)))
 
   @pytest.mark.interpret_true_only(ACCUMULATOR_RACE)
   def test_manual_schedule_that_skips_reading_the_accumulator(self):

@@ -46,7 +46,6 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 from jax._src import config
-from jax._src import dispatch
 from jax._src import lib as jax_lib
 from jax._src import pjrt_adapter
 from jax._src import test_util as jtu
@@ -203,13 +202,6 @@ class AnswersTest(PluginTestCase):
 
 class CallbackTest(PluginTestCase):
   """Host callbacks run on the plugin through the adapter's FFI handler."""
-
-  def tearDown(self):
-    super().tearDown()
-    # As upstream's callback tests do: each test's ordered effects start on
-    # its own devices (jax 0.4.30 aborts moving a token from one device to
-    # several, on any backend).
-    dispatch.runtime_tokens.clear()
 
   def test_io_callback_in_order(self):
     seen = []
