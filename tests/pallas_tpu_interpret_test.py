@@ -484,7 +484,7 @@ class CacheTest(jtu.JaxTestCase):
       jax.clear_caches()
       gc.collect()
       return sum(isinstance(o, (interpret_mode._Interpreter,
-                                interpret_mode._Kernel, interpret_mode._Op))
+                                interpret_mode._Op))
                  for o in gc.get_objects())
     before = live()
     for interpret in (True, pltpu.InterpretParams()):

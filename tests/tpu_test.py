@@ -41,6 +41,7 @@ import traceback
 import unittest.mock
 
 from absl.testing import absltest
+from absl.testing import parameterized
 import numpy as np
 
 import jax
@@ -363,6 +364,11 @@ class TpuTest(jtu.JaxTestCase):
       self.assertTrue(any(f.endswith(".xplane.pb") for f in files), files)
 
 
+# One test per kernel (each within CI's time limit, spread over xdist's
+# workers): (name, kernel) of runnable().
+KERNELS = [(k.name.replace(".", "_"), k) for k in runnable()]
+
+
 class PallasKernelsTest(jtu.JaxTestCase):
   """The registry of the fork's Pallas test kernels, without a TPU: what
   TpuTest.test_pallas_kernels_on_the_chip runs, less the chip."""
@@ -377,50 +383,46 @@ class PallasKernelsTest(jtu.JaxTestCase):
     self.assertEqual(set(by_file) | {"pallas_interpret_devices"}, {
         m.removesuffix("_test") for m in pallas_kernels.MODULES})
     self.assertEqual(len({k.name for k in kernels}), len(kernels))
+    print(counts_line(runnable()))
 
-  def test_both_presets_agree_with_numpy(self):
+  @parameterized.named_parameters(KERNELS)
+  def test_both_presets_agree_with_numpy(self, kernel):
     if jax.default_backend() == "tpu":
       self.skipTest("on a TPU, test_pallas_kernels_on_the_chip runs these")
-    kernels = runnable()
-    for kernel in kernels:
-      with self.subTest(kernel.name):
-        outputs = {}
-        for name, interpret in presets(kernel):
-          if kernel.refused and interpret is not True:
-            with self.assertRaisesRegex(Exception, kernel.refused):
-              on_cpu(kernel, interpret)
-            continue
-          outputs[name] = on_cpu(kernel, interpret)
-          kernel.assert_close(outputs[name], kernel.want)
-        if len(outputs) == 2:
-          kernel.assert_close(*outputs.values())
-    print(counts_line(kernels))
+    outputs = {}
+    for name, interpret in presets(kernel):
+      if kernel.refused and interpret is not True:
+        with self.assertRaisesRegex(Exception, kernel.refused):
+          on_cpu(kernel, interpret)
+        continue
+      outputs[name] = on_cpu(kernel, interpret)
+      kernel.assert_close(outputs[name], kernel.want)
+    if len(outputs) == 2:
+      kernel.assert_close(*outputs.values())
 
-  def test_kernels_lower_for_a_tpu(self):
+  @parameterized.named_parameters(
+      (name, kernel) for name, kernel in KERNELS if not kernel.refused)
+  def test_kernels_lower_for_a_tpu(self, kernel):
     """Pallas's lowering to Mosaic, for a TPU, on this host (what Mosaic
     then refuses, only a chip tells: the block shapes of `refused`)."""
     if jax.default_backend() == "tpu":
       self.skipTest("on a TPU, test_pallas_kernels_on_the_chip compiles them")
-    for kernel in runnable():
-      if kernel.refused:
-        continue
-      with self.subTest(kernel.name):
-        shapes = [jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype)
-                  for a in kernel.args]
-        lower = lambda: export.export(kernel.make(False), lowering_platforms=(
-            "tpu",))(*shapes)  # pylint: disable=cell-var-from-loop
-        if kernel.split:
-          # Refused in the known words. (Kernels without inputs fail only in
-          # some processes: their custom call's module, with result layouts
-          # and no operand layouts, is refused when StableHLO verifies it.)
-          try:
-            lower()
-            print(f"{kernel.name} lowers here: drop its `split` if it does "
-                  "in every process")
-          except Exception as e:  # pylint: disable=broad-except
-            self.assertRegex(words(e), kernel.split)
-        else:
-          self.assertIn("tpu_custom_call", lower().mlir_module())
+    shapes = [jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype)
+              for a in kernel.args]
+    lower = lambda: export.export(kernel.make(False), lowering_platforms=(
+        "tpu",))(*shapes)
+    if kernel.split:
+      # Refused in the known words. (Kernels without inputs fail only in
+      # some processes: their custom call's module, with result layouts
+      # and no operand layouts, is refused when StableHLO verifies it.)
+      try:
+        lower()
+        print(f"{kernel.name} lowers here: drop its `split` if it does "
+              "in every process")
+      except Exception as e:  # pylint: disable=broad-except
+        self.assertRegex(words(e), kernel.split)
+    else:
+      self.assertIn("tpu_custom_call", lower().mlir_module())
 
 
 if __name__ == "__main__":
