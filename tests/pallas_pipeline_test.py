@@ -340,7 +340,6 @@ CYCLES = register(
 assert CyclesAndSchedulesTest.CHUNKS * CyclesAndSchedulesTest.ROWS == 3 * 32
 
 
-
 class FixedScheduleWithoutInitTest(jtu.JaxTestCase):
   """Patch 0015's pipeline: an accumulator the first cycle does not
   initialize adds the output's old content. Its copies race
@@ -357,6 +356,7 @@ class FixedScheduleWithoutInitTest(jtu.JaxTestCase):
   @pytest.mark.interpret_true_only(ACCUMULATOR_RACE)
   def test_accumulator_across_cycles_without_init(self):
     self.check_fixed_schedule_accumulator(init=False)
+
 
 class TpuLoweringTest(jtu.JaxTestCase):
   """On CPU, exporting for TPU runs Pallas's lowering of the kernel to a
