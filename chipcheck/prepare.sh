@@ -23,7 +23,8 @@
 # 0.4.26's test files of the `tpu` set (build/fork.py upstream-tests
 # --export; needs $JAX_UPSTREAM_REPO, docs/upstream_suites.md).
 #   bash chipcheck/prepare.sh [--upstream-tests]
-# Then, on the machine (carry [".tpu"]): bash chipcheck/tpu_test.sh, or
+# Then copy the checkout with .tpu/ to the machine and run there
+# bash chipcheck/tpu_test.sh, or
 # tpu_benchmark.sh, or upstream_suites.sh; each sources
 # chipcheck/on_device.sh. jaxlib's tarball is made once and kept.
 set -euo pipefail

@@ -16,13 +16,13 @@
 # benchmarks/tpu.py on the TPU machine: the fork against the machine's own
 # JAX (the PYTHONPATH it came with), in one run; exits non-zero when the
 # benchmark fails (or at the time limit). Here: bash chipcheck/prepare.sh.
-# There (carry [".tpu"]; about 3-4 minutes):
+# There, with the checkout and its .tpu/ copied over (about 3-4 minutes):
 #   bash chipcheck/tpu_benchmark.sh [--rounds 2 ...]
-# Back in $OUT: tpu_benchmark.log.
+# Logs in $CHIPCHECK_LOGS (default chipcheck-logs/): tpu_benchmark.log.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 . chipcheck/on_device.sh
-out=${OUT:-$(mktemp -d)}
+out=${CHIPCHECK_LOGS:-chipcheck-logs}
 mkdir -p "$out"
 base=$JAX_FORK_CHIP_BASE
 {

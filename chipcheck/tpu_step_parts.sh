@@ -16,13 +16,13 @@
 # benchmarks/tpu_step_parts.py on the TPU machine: where the fork's training
 # step spends its extra time against the machine's own JAX, in one run.
 #   bash chipcheck/tpu_step_parts.sh [--budget 220 ...]
-# (carry [".tpu"] as laid by ../shared/tpu/carry.sh; about 4 minutes: the
-# workers stop taking new programs at --budget seconds.)
-# Back in $OUT: tpu_step_parts.log.
+# (the checkout and its .tpu/, laid by chipcheck/prepare.sh, copied over;
+# about 4 minutes: the workers stop taking new programs at --budget seconds.)
+# Logs in $CHIPCHECK_LOGS (default chipcheck-logs/): tpu_step_parts.log.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 . chipcheck/on_device.sh
-out=${OUT:-$(mktemp -d)}
+out=${CHIPCHECK_LOGS:-chipcheck-logs}
 mkdir -p "$out"
 timeout 300 python3 benchmarks/tpu_step_parts.py \
   --baseline-pythonpath "$JAX_FORK_CHIP_BASE" "$@" 2>&1 |

@@ -19,14 +19,14 @@
 # the counts). Exits non-zero when JAX does not see the chip, when a test
 # fails (the chip disagrees with NumPy, the CPU backend or interpret mode),
 # or at the time limit.
-# Here: bash chipcheck/prepare.sh (lays .tpu/, git-ignored). There (one
-# call, carry [".tpu"], timeout_s 600; about 3 minutes):
+# Here: bash chipcheck/prepare.sh (lays .tpu/, git-ignored). There, with
+# the checkout and its .tpu/ copied over (about 3 minutes):
 #   bash chipcheck/tpu_test.sh
-# Back in $OUT: tpu_test.log.
+# Logs in $CHIPCHECK_LOGS (default chipcheck-logs/): tpu_test.log.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 . chipcheck/on_device.sh
-out=${OUT:-$(mktemp -d)}
+out=${CHIPCHECK_LOGS:-chipcheck-logs}
 mkdir -p "$out"
 export JAX_PLATFORMS=${JAX_PLATFORMS:-tpu,cpu}
 {

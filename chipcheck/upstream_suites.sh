@@ -20,7 +20,7 @@
 # Here, in the checkout (laying .tpu/, git-ignored; $JAX_UPSTREAM_REPO as
 # for build/fork.py upstream-tests):
 #   bash chipcheck/prepare.sh --upstream-tests
-# There (one call, carry [".tpu"], timeout_s 600):
+# There, with the checkout and its .tpu/ copied over:
 #   PIP_INDEX_URL=<the machine's package index> \
 #     bash chipcheck/upstream_suites.sh [BUDGET] [FILE[:SECONDS] ...]
 #
@@ -28,7 +28,7 @@
 # after it, and each file and its CPU recheck are cut at their own limit
 # (below) or at what is left of it, reporting what they had done. Without
 # FILEs, the files run most telling first; the report ends with the command
-# for those the budget left out (run them in a second call). Back in $OUT:
+# for those the budget left out (run them in a second call). Logs in $CHIPCHECK_LOGS (default chipcheck-logs/):
 # upstream_suites.log (everything), upstream_summary.txt (per-file counts,
 # failing test ids, each with its CPU verdict), upstream_logs.tar.gz (pytest's
 # log and JUnit XML of each run). Exits 1 when the chip disagrees: a test
@@ -38,7 +38,7 @@
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 . chipcheck/on_device.sh
-out=${OUT:-$(mktemp -d)}
+out=${CHIPCHECK_LOGS:-chipcheck-logs}
 mkdir -p "$out"
 tmp="$(python3 -c 'import tempfile; print(tempfile.gettempdir())')/jax-fork-chip"
 logs="$(mktemp -d)"

@@ -13,27 +13,19 @@
 # limitations under the License.
 """examples/lm_train.py on a TPU: the fork against today's JAX, in one run.
 
-The TPU machine's package index has today's flax, optax and orbax-checkpoint
-(for today's JAX) and no chex, so the fork's ecosystem travels as wheels.
-On a machine with a package registry, from the checkout's root:
+On a TPU VM of your own, with two virtual environments (the fork with its
+ecosystem, and today's JAX with today's), from the checkout's root:
 
-  python3 examples/lm_chip.py --download .whl-tpu   # 4 wheels, 1.3 MB
+  python3 -m venv ~/fork && ~/fork/bin/pip install . libtpu==0.0.42.1
+  ~/fork/bin/pip install -c ecosystem-constraints.txt flax optax chex orbax-checkpoint
+  python3 -m venv ~/today && ~/today/bin/pip install 'jax[tpu]' flax optax orbax-checkpoint
+  python3 examples/lm_chip.py --no-install --fork-python ~/fork/bin/python \\
+      --fork-path '' --peer-python ~/today/bin/python --peer-path ''
 
-Then on the TPU machine, from the checkout's root, carrying `.tpu` (laid by
-`../shared/tpu/carry.sh`) and `.whl-tpu`:
-
-  source chipcheck/on_device.sh && python3 examples/lm_chip.py
-
-About 3-4 minutes. It installs each side's ecosystem into a folder of its
-own (skipped when a warm machine still has it): for the fork, the carried
-wheels; for the peer (the machine's own JAX, the PYTHONPATH it came with),
-flax 0.12.8, optax 0.2.8 and orbax-checkpoint from the machine's index;
-then, from that index, whatever either side's packages require that its
-path does not already give (never a JAX, jaxlib or NumPy). Then it runs,
-one process at a time:
+About 3-4 minutes. It runs, one process at a time:
 
   fork/full   the fork on the chip, GPT-2 small (lm_train.py's defaults)
-  peer/full   the machine's JAX and today's flax/optax/orbax, the same
+  peer/full   today's JAX and today's flax/optax/orbax, the same
   fork/check  the fork on the chip, a smaller model (--check-args)
   fork/cpu    the same smaller model on the CPU (JAX_PLATFORMS=cpu)
 
@@ -42,7 +34,17 @@ compile time and memory of both sides with their ratio (fork / peer), the
 largest relative loss difference of the chip against the CPU and of the
 fork against the peer, whether each side's checkpoint restored exactly, and
 PASS when all of these hold (exit status 0). Each run's output and JSON go
-to `--out` ($OUT on the TPU machine).
+to `--out`.
+
+A TPU machine whose package index has only today's flax, optax and
+orbax-checkpoint (for today's JAX) and no network beyond it: download the
+fork side's wheels where a registry is reachable (`python3
+examples/lm_chip.py --download .whl-tpu`, 4 wheels, 1.3 MB), copy the
+checkout there with `.whl-tpu` and `.tpu` (`bash chipcheck/prepare.sh`), and
+run `source chipcheck/on_device.sh && python3 examples/lm_chip.py
+--index-url URL`: each side's ecosystem is installed into a folder of its
+own (the carried wheels for the fork; flax 0.12.8, optax 0.2.8 and
+orbax-checkpoint from the index for the machine's own JAX, the peer).
 
   python examples/lm_chip.py --smoke --fork-python P --fork-path P \\
       --peer-python P --peer-path P --no-install
@@ -298,8 +300,9 @@ def main(argv=None) -> int:
                  "most this (bf16 matmuls)")
   p.add_argument("--budget", type=float, default=240,
                  help="seconds for the whole run; each run gets what is left")
-  p.add_argument("--out", default=os.environ.get("OUT") or os.path.join(
-      tempfile.gettempdir(), "lm_chip_out"))
+  p.add_argument("--out", default=os.path.join(tempfile.gettempdir(),
+                                                "lm_chip_out"),
+                 help="folder for each run's log and JSON")
   p.add_argument("--download", metavar="DIR", default=None,
                  help="only download the fork side's wheels into DIR (on a "
                  "machine with a package registry), then exit")

@@ -614,7 +614,7 @@ HBM_LOADED_DIRECTLY = register(
     "hbm_ref_loaded_directly", lambda interpret: functools.partial(
         call, _load_hbm, in_specs=[pl.BlockSpec(memory_space=ANY)],
         interpret=interpret), (X,), X,
-    # A TPU refuses it at lowering too (../shared/NOTES.md).
+    # A TPU v5e refuses it at lowering too (Pallas's TPU lowering).
     refused=r"x_hbm is in HBM \(memory space ANY\) and cannot be referenced "
     "directly")
 
