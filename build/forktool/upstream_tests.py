@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from pathlib import Path
 
 from . import results_stream
@@ -88,6 +89,15 @@ SETS: dict[str, tuple[str, ...]] = {
             "lax_numpy_test", "api_test", "lax_control_flow_test",
             "shard_map_test", "pallas/splash_attention_mask_test",
             "pallas/all_gather_test"),
+}
+
+# Upstream jax 0.4.26 tests that assert a bug the fork fixes (upstream rewrote
+# each with its own fix): left out of every run at that tag, each named in the
+# report with the patch that changes the outcome.
+ASSERTS_FIXED_BUG = {
+    "shard_map_test.py::ShardMapTest::test_custom_vjp_replication_error_message_hint":
+        "patch 0063: psum of a replicated value works (upstream's test "
+        "expects it from 0.4.31)",
 }
 
 # What --export writes beside the files: the run's own pytest configuration,
@@ -333,7 +343,8 @@ def time_limit_options() -> list[str]:
 
 
 def run_file(python: str, targets: list[str], args, env: dict[str, str],
-             cwd: str, log: Path, timeout: float | None = None) -> Run:
+             cwd: str, log: Path, timeout: float | None = None,
+             deselect: Sequence[str] = ()) -> Run:
   """Runs pytest on `targets` (a file, or test ids) with `python`; cut at
   `timeout` seconds, it reports what the run had done."""
   junit = log.with_suffix(".xml")
@@ -344,6 +355,8 @@ def run_file(python: str, targets: list[str], args, env: dict[str, str],
          "-o", "addopts=", f"--junitxml={junit}", *time_limit_options()]
   if args.keyword:
     cmd += ["-k", args.keyword]
+  for test_id in deselect:
+    cmd += ["--deselect", test_id]
   if args.workers:
     cmd += ["-n", str(args.workers)]
   if args.pallas_interpret:
@@ -505,8 +518,13 @@ def main(args) -> int:
       t0 = time.time()
       log_name = name.replace("/", "-")   # pallas/pallas_test
       log = log_dir / f"upstream-{log_name}{'-fork' if other else ''}.log"
+      fixed = [i for i in ASSERTS_FIXED_BUG
+               if tag == "jax-v0.4.26" and i.startswith(f"{name}.py::")]
+      for test_id in fixed:
+        report(f"{name}: left out {test_id}, which asserts a bug the fork "
+               f"fixes ({ASSERTS_FIXED_BUG[test_id]})")
       run = run_file(args.python, [str(path)], args, fork_env, cwd, log,
-                     left)
+                     left, [str(tests_dir.relative_to(cwd) / i) for i in fixed])
       c, failed, rc = run.counts, run.failed, run.rc
       skipped = not_runnable(log.with_suffix(".xml"))
       ulog = log_dir / (f"upstream-{log_name}-"
