@@ -24,6 +24,44 @@ if _flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
 os.environ.setdefault("JAX_NUM_GENERATED_CASES", "10")
 
 
+def _build_native_half() -> None:
+  """The PJRT adapter's native half (patch 0026) beside the C source of a
+  materialized tree on PYTHONPATH, where it is missing: the fork loads it
+  from there alone, and a wheel carries its own (build/forktool/native.py).
+  Built under a temporary name and renamed (pytest-xdist's workers race);
+  git leaves it out of the tree's patches."""
+  import importlib.util   # pylint: disable=g-import-not-at-top
+  from pathlib import Path   # pylint: disable=g-import-not-at-top
+  spec = importlib.util.find_spec("jax")
+  if spec is None or not spec.submodule_search_locations:
+    return
+  package = Path(list(spec.submodule_search_locations)[0])
+  source = package / "_src" / "pjrt_adapter.c"
+  git = package.parent / ".git"
+  if not (source.is_file() and git.is_dir()):
+    return
+  try:
+    from forktool import native   # pylint: disable=g-import-not-at-top
+  except ImportError:   # build/ not on sys.path: run by absltest
+    return
+  library = source.with_name(native.library_name(source.read_bytes()))
+  cc, _ = native.find_compiler()
+  if library.exists() or cc is None:
+    return
+  exclude = git / "info" / "exclude"
+  if "pjrt_adapter-*.so" not in (exclude.read_text()
+                                 if exclude.exists() else ""):
+    exclude.parent.mkdir(exist_ok=True)
+    with exclude.open("a") as f:
+      f.write("/jax/_src/pjrt_adapter-*.so\n")
+  built = library.with_name(f"{library.name}.{os.getpid()}")
+  native.compile_library(cc, source, built)
+  os.replace(built, library)
+
+
+_build_native_half()
+
+
 def pjrt_plugin_path() -> str | None:
   """A newer XLA CPU PJRT plugin: $JAX_FORK_TEST_PJRT_PLUGIN, else PyPI's
   lammps-jax-pjrt-cpu (requirements-test.txt), else None."""

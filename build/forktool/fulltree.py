@@ -20,7 +20,7 @@ repository laid out exactly like upstream's at a tag (`jax`, `jaxlib`,
 `jax` wheel and upstream's tests run against the installed fork.  That wheel
 (upstream's setup.py) carries the PJRT adapter's C source but not its native
 half: it is the pure wheel `build/fork.py wheel` builds where there is no C
-compiler, whose fork compiles that half on first use.
+compiler, whose fork refuses a newer PJRT plugin until that half is built.
 
 History of the result (branch `main`):
 

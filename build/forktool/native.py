@@ -28,8 +28,8 @@ with `-ffile-prefix-map`, a content-derived build-id, `LC_ALL=C` and a fixed
 `SOURCE_DATE_EPOCH`, so two builds with one compiler are byte-identical
 (whatever Python runs the build).  Where there is no compiler, it does not
 run, or the platform is not Linux, `build` returns None and says why in a
-`jax-fork:` line: the wheel is then the pure `py3-none-any` one and the
-runtime compiles the native half on first use.
+`jax-fork:` line: the wheel is then the pure `py3-none-any` one, whose fork
+refuses a newer PJRT plugin with a message saying how to build the half.
 """
 from __future__ import annotations
 
@@ -113,8 +113,7 @@ def build(tree: Path) -> Native | None:
   path = library_path(data)
   skipped = (f"the wheel does not carry the PJRT adapter's native half "
              f"({path}); it is the pure py3-none-any wheel, and the fork "
-             "compiles that half on first use of a newer PJRT plugin (a C "
-             "compiler is needed then)")
+             "refuses a newer PJRT plugin until that half is built")
   if not sys.platform.startswith("linux"):
     U.log(f"not Linux ({sys.platform}): {skipped}")
     return None
