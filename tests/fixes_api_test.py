@@ -251,39 +251,6 @@ class PallasCapturedArrayTest(jtu.JaxTestCase):
     np.testing.assert_array_equal(f(jnp.ones(8)), np.full(8, 3.))
 
 
-class RematExcessPrecisionTest(jtu.JaxTestCase):
-
-  def test_saved_bf16_value_is_the_forward_value(self):
-    """Upstream fixed it in jax 0.4.31: XLA kept a saved bf16 value in f32
-    for the forward pass, so the backward pass saw another value."""
-    @jax.custom_vjp
-    def square(x):
-      return x * x
-    square.defvjp(lambda x: (square(x), None), lambda _, g: (g,))
-
-    @jax.custom_vjp
-    def widen(x):  # bf16 -> f32; its gradient is the input it saved
-      return x.astype(jnp.float32)
-    widen.defvjp(lambda x: (widen(x), x), lambda x, g: (x,))
-
-    @jax.jit
-    @partial(jax.remat, policy=jax.checkpoint_policies.everything_saveable)
-    def f(x):
-      return widen(square(x))
-
-    eps = float(jnp.finfo(jnp.bfloat16).eps)
-    x = jnp.array([1 + eps, 1 + 2 * eps, 3., 1 - eps / 2], jnp.bfloat16)
-    y, f_vjp = jax.vjp(f, x)
-    saved, = f_vjp(jnp.ones_like(y))
-    np.testing.assert_array_equal(y, saved.astype(jnp.float32))
-
-  def test_f32_residuals_are_not_rounded(self):
-    f = jax.remat(lambda x: jnp.sin(x) * x,
-                  policy=jax.checkpoint_policies.everything_saveable)
-    jaxpr = jax.make_jaxpr(jax.grad(lambda x: f(x).sum()))(jnp.ones(3))
-    self.assertNotIn("reduce_precision", str(jaxpr))
-
-
 class CustomGradientClosureTest(jtu.JaxTestCase):
   """No release fixed it (jax 0.10.2 fails too): a custom_gradient function
   closing over a jit tracer that is not differentiated raised
