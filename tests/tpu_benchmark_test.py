@@ -26,6 +26,7 @@ from absl.testing import absltest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+import first_step  # noqa: E402  pylint: disable=g-import-not-at-top
 import tpu  # noqa: E402  pylint: disable=g-import-not-at-top
 
 
@@ -61,6 +62,30 @@ class TpuBenchmarkSmokeTest(absltest.TestCase):
     # the CPU has no peak memory in use.
     self.assertRegex(r.stdout, r"(?m)^\| `train_peak_mb` \| n/a; n/a \| "
                      r"n/a; n/a \| n/a; n/a \|$")
+
+
+class FirstStepSmokeTest(absltest.TestCase):
+
+  def test_every_figure_of_both_sides_and_their_ratio(self):
+    import jax
+    # This jax stands in for the baseline too.
+    site = str(Path(jax.__file__).resolve().parents[1])
+    r = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "first_step.py"),
+         "--smoke", "--programs", "mid", "--layers", "1",
+         "--baseline-pythonpath", site],
+        capture_output=True, text=True, timeout=600,
+        env=dict(os.environ, PYTHONPATH=site))
+    self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+    sides = re.findall(r"^round 0 mid (fork|baseline0) \(", r.stdout, re.M)
+    self.assertEqual(sides, ["fork", "baseline0"])
+    for name in first_step.FIGURES:
+      row = re.search(rf"^\| mid \| `{name}` \| (.*) \| (.*) \| (.*) \|$",
+                      r.stdout, re.M)
+      self.assertIsNotNone(row, name + "\n" + r.stdout)
+      self.assertNotIn("n/a", row.group(0))
+    # The persistent cache took the entry the fill process wrote.
+    self.assertRegex(r.stdout, r"(?m)^\| mid \| `cache_entries` \| 1 \| 1 \|")
 
 
 if __name__ == "__main__":
