@@ -26,8 +26,6 @@ if "--xla_force_host_platform_device_count" not in os.environ.get(
 
 from functools import partial
 import gc
-import sys
-import types
 import weakref
 
 from absl.testing import absltest
@@ -43,29 +41,9 @@ from jax.experimental.shard_map import shard_map
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
+from indexing_slices_test import _import_export
+
 jax.config.parse_flags_with_absl()
-
-
-def _import_export():
-  """jax.experimental.export, importable without the flatbuffers package
-  (only its serialization needs it): a stand-in lets the package import."""
-  try:
-    from jax.experimental import export  # pylint: disable=g-import-not-at-top
-    return export
-  except ImportError:
-    pass
-  fb = types.ModuleType("flatbuffers")
-  compat = types.ModuleType("flatbuffers.compat")
-  compat.import_numpy = lambda: np  # type: ignore[attr-defined]
-  fb.compat = compat  # type: ignore[attr-defined]
-  fb.__getattr__ = lambda name: type(name, (), {})  # type: ignore
-  sys.modules["flatbuffers"] = fb
-  sys.modules["flatbuffers.compat"] = compat
-  try:
-    from jax.experimental import export  # pylint: disable=g-import-not-at-top
-  finally:
-    del sys.modules["flatbuffers"], sys.modules["flatbuffers.compat"]
-  return export
 
 
 class JitArgumentsTest(jtu.JaxTestCase):

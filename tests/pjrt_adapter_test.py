@@ -60,6 +60,7 @@ from jax.experimental.shard_map import shard_map
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from conftest import pjrt_plugin_path as plugin_path
+from pjrt_adapter_renumber import field, varint
 
 jax.config.parse_flags_with_absl()
 
@@ -406,21 +407,6 @@ class CallbackTest(PluginTestCase):
     np.testing.assert_array_equal(
         cpu, np.roll(np.arange(32 * 128.0).reshape(4, 8, 128), 1, 0).reshape(
             32, 128))
-
-
-def varint(n: int) -> bytes:
-  out = bytearray()
-  while n >= 0x80:
-    out.append(n & 0x7f | 0x80)
-    n >>= 7
-  return bytes(out + bytes([n]))
-
-
-def field(number: int, value: int | bytes) -> bytes:
-  """A protocol buffer field: a varint for an int, else length-delimited."""
-  if isinstance(value, int):
-    return varint(number << 3) + varint(value)
-  return varint(number << 3 | 2) + varint(len(value)) + value
 
 
 def hlo_module(new_id=lambda c, i: c << 32 | i) -> bytes:
