@@ -263,15 +263,17 @@ class MaterializeExportTest(ToolingTestCase):
     self.assertEqual(P.check_series(out), [])
 
   def test_a_deleted_patchs_number_is_never_given_again(self):
-    # patches/ in a repository that once committed 0099, since deleted.
+    # patches/ in a repository that once committed the number after the
+    # series' highest, since deleted.
+    gone = max(int(n[:4]) for n in P.read_series(PATCHES)) + 1
     out = self.copy_patches()
     T.git(self.tmp, "init", "-q")
-    (out / "0099-gone.patch").write_bytes(b"")
+    (out / f"{gone:04d}-gone.patch").write_bytes(b"")
     T.git(self.tmp, "add", "-A")
-    T.git(self.tmp, "commit", "-qm", "with 0099")
-    T.git(self.tmp, "rm", "-q", str(out / "0099-gone.patch"))
-    T.git(self.tmp, "commit", "-qm", "without 0099")
-    self.assertIn(99, T.committed_numbers(out))
+    T.git(self.tmp, "commit", "-qm", f"with {gone:04d}")
+    T.git(self.tmp, "rm", "-q", str(out / f"{gone:04d}-gone.patch"))
+    T.git(self.tmp, "commit", "-qm", f"without {gone:04d}")
+    self.assertIn(gone, T.committed_numbers(out))
     tree = self.tmp / "tree"
     T.materialize(tree, PATCHES)
     (tree / "jax" / "fork_probe.py").write_text("X = 1\n")
@@ -279,7 +281,8 @@ class MaterializeExportTest(ToolingTestCase):
     T.git(tree, "commit", "-q", "-m",
           "probe: add a file\n\nWhy.\n\nOrigin: jax-fork\nForwarded: "
           "not-needed\nLast-Update: 2026-11-30\n")
-    self.assertEqual(T.export(tree, out)[-1], "0100-probe-add-a-file.patch")
+    self.assertEqual(T.export(tree, out)[-1],
+                     f"{gone + 1:04d}-probe-add-a-file.patch")
 
   def test_failed_materialize_leaves_existing_tree_as_it_was(self):
     tree = self.tmp / "tree"
