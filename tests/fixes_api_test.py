@@ -182,6 +182,7 @@ class CheckifyRematTest(jtu.JaxTestCase):
 
 
 class ExportStaticArgsTest(jtu.JaxTestCase):
+  superseded_patch = "0065"
 
   def test_export_with_static_argnames(self):
     """Upstream fixed it in jax 0.4.27: export looked for a shape on the
@@ -204,6 +205,7 @@ class ExportStaticArgsTest(jtu.JaxTestCase):
 
 
 class PallasCapturedArrayTest(jtu.JaxTestCase):
+  superseded_patch = "0066"
 
   def test_kernel_closing_over_an_array(self):
     """Upstream made it a clear error (jax 0.4.32); on 0.4.26 it failed in

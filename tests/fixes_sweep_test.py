@@ -32,6 +32,9 @@ from jax import lax
 import jax.numpy as jnp
 from jax._src import test_util as jtu
 from jax.experimental import pallas as pl
+# At import, so that the flags it defines exist before any test's config check.
+from jax.experimental.pallas.ops.tpu.splash_attention import (
+    splash_attention_kernel as splash, splash_attention_mask as mask_lib)
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 jax.config.parse_flags_with_absl()
@@ -82,6 +85,7 @@ class TridiagonalSolveTransposeTest(jtu.JaxTestCase):
 
 class ScipyDomainsTest(jtu.JaxTestCase):
   """0083: ndtri outside [0, 1] and beta outside its domain are nan."""
+  superseded_patch = "0083"
 
   def test_ndtri(self):
     p = np.array([-0.5, 0., 0.3, 1., 1.5], np.float32)
@@ -106,9 +110,6 @@ class SplashShrunkGridTest(jtu.JaxTestCase):
   (the TPU kernel, run in interpret mode)."""
 
   def test_computable_mask_with_shrunk_grid(self):
-    from jax.experimental.pallas.ops.tpu.splash_attention import (
-        splash_attention_kernel as splash, splash_attention_mask as mask_lib)
-
     class IdentityMask(mask_lib._ComputableMask):
       # Each q position sees only itself: the grid of every q block shrinks
       # to the one kv block on its diagonal.
@@ -166,6 +167,7 @@ class DebugCallbackStaticArgsTest(jtu.JaxTestCase):
 
 class JitOfPmapKeysTest(jtu.JaxTestCase):
   """0088: jit of pmap with typed PRNG key arguments and results."""
+  superseded_patch = "0088"
 
   @jtu.ignore_warning(category=UserWarning, message=".* includes a pmap")
   def test_keys_in_and_out(self):
@@ -181,6 +183,7 @@ class JitOfPmapKeysTest(jtu.JaxTestCase):
 
 class PartitionSpecListTest(jtu.JaxTestCase):
   """0089: list entries of a PartitionSpec are kept as tuples."""
+  superseded_patch = "0089"
 
   def test_list_entry(self):
     self.assertEqual(P(["x", "y"], None), P(("x", "y"), None))
