@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from functools import partial
 import itertools
+import os
+from unittest import mock
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -36,6 +38,7 @@ import numpy as np
 import jax
 from jax import lax
 import jax.numpy as jnp
+from jax._src import compiler
 from jax._src import test_util as jtu
 from jax._src.lax import svd as lax_svd
 
@@ -57,9 +60,27 @@ class OneDnnMatmulTest(jtu.JaxTestCase):
     self.assertAllClose(jax.jit(jax.grad(loss))(x, ys), -np.array([1., 2., 3.]),
                         rtol=1e-4, atol=0)
 
+  @absltest.skipIf(os.environ.get("JAX_FORK_TEST_ON_PLUGIN") == "1",
+                   "the plugin compiles without jaxlib's oneDNN rewriter")
+  def test_programs_without_matmuls_are_not_scanned(self):
+    # (The test's name is in the programs' locations: no op name in it.)
+    scanned = []
+    scan = compiler._onednn_bias_after_elementwise
+    def spy(executable):
+      scanned.append(executable)
+      return scan(executable)
+    with mock.patch.object(compiler, "_onednn_bias_after_elementwise", spy):
+      jax.jit(lambda x: jnp.sin(x) + 1).lower(jnp.ones(3)).compile()
+      self.assertEmpty(scanned)
+      jax.jit(lambda x: x @ x).lower(jnp.ones((3, 3))).compile()
+      self.assertLen(scanned, 1)
+      jax.jit(lambda x, k: lax.conv(x, k, (1, 1), "SAME")).lower(
+          jnp.ones((1, 2, 5, 5)), jnp.ones((3, 2, 1, 1))).compile()
+      self.assertLen(scanned, 2)
+
   @parameterized.named_parameters(
       ("_relu", lambda y, b, xp: xp.maximum(y, 0) + b[None, :]),
-            ("_gelu", lambda y, b, xp: 0.5 * y * (1 + xp.tanh(
+      ("_gelu", lambda y, b, xp: 0.5 * y * (1 + xp.tanh(
           0.7978845608 * (y + 0.044715 * y ** 3))) + b[None, :]),
       ("_scale_column_bias", lambda y, b, xp: 0.5 * y + b[:, None]),
       ("_scale_row_bias", lambda y, b, xp: 0.5 * y + b[None, :]),
