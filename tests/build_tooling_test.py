@@ -680,6 +680,17 @@ class UpstreamTestRunnerTest(ToolingTestCase):
     self.assertEqual(UT.parse_summary("7 passed, 1 error in 3.2s"),
                      {"passed": 7, "failed": 0, "skipped": 0, "error": 1})
 
+  def test_deselect_prefixes_of_a_parameterized_test(self):
+    self.assertEqual(UT.deselect_prefixes("t.py::C::test_x"), ["t.py::C::test_x"])
+    prefixes = tuple(UT.deselect_prefixes("t.py::C::testUnique*"))
+    self.assertLen(prefixes, 10)
+    for case in ["testUnique0", "testUnique7", "testUnique10", "testUnique123"]:
+      self.assertTrue(f"t.py::C::{case}".startswith(prefixes), case)
+    for other in ["testUniqueSize0", "testUniqueAll3", "testUnique"]:
+      self.assertFalse(f"t.py::C::{other}".startswith(prefixes), other)
+    for test_id in UT.ASSERTS_FIXED_BUG:
+      self.assertRegex(test_id, r"^[a-z_/]+_test\.py::\w+::\w+\*?$")
+
   def test_runs_files_from_a_tag_of_a_bare_repo(self):
     work = make_tests_repo(self.tmp / "work", tiny_test=(
         "import os, jax\n"
