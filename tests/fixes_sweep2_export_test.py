@@ -17,7 +17,9 @@ in bf16).
 
 Each test fails on upstream jax 0.4.26 (a later upstream release fixed the
 bug, named in the test's docstring) and passes on the fork, except those
-marked as guards.
+marked as guards. Classes that test what a patch alone promises (its error
+messages, where it rounds) name it in `superseded_patch`: upstream's own fix
+behaves otherwise there.
 """
 from __future__ import annotations
 
@@ -101,7 +103,15 @@ class SymbolicPowTest(jtu.JaxTestCase):
       for b in (1, 3):
         self.assertEqual(int(export.call(exp)(np.zeros(b, np.float32))),
                          f(b))
-    d, = export.symbolic_shape("d")
+
+
+class SymbolicPowErrorTest(jtu.JaxTestCase):
+  superseded_patch = "0122"
+
+  def test_negative_and_fractional_powers_raise(self):
+    """0.4.26 truncated d ** 2.5 to d ** 2 and raised TypeError for
+    d ** -1."""
+    d, = _import_export().symbolic_shape("d")
     for power in (-1, 2.5):
       with self.assertRaisesRegex(ValueError, "non-negative integer"):
         d ** power  # pylint: disable=pointless-statement
@@ -131,6 +141,8 @@ class ExportGradShardingTest(jtu.JaxTestCase):
 
 
 class SaveFromBothPoliciesTest(jtu.JaxTestCase):
+  # Upstream's fix raises for every answer that is not a bool.
+  superseded_patch = "0124"
 
   def _offload_policy(self):
     return jax.checkpoint_policies.save_and_offload_only_these_names(
@@ -154,7 +166,7 @@ class SaveFromBothPoliciesTest(jtu.JaxTestCase):
         sum("dot_general" in where for _, where in saved), 2)
 
   def test_disagreeing_policies_raise(self):
-    """Upstream raises too (from jax 0.4.38), for any non-bool answer."""
+    """0.4.26 returned the first policy's answer."""
     cp = jax.checkpoint_policies
     policy = cp.save_from_both_policies(self._offload_policy(),
                                         cp.everything_saveable)
@@ -181,54 +193,62 @@ def _widen(x):  # bf16 -> f32; its gradient is the value it saved
 _widen.defvjp(lambda x: (_widen(x), x), lambda x, _: (x.astype(jnp.float32),))
 
 
+def _bf16_near_one() -> jax.Array:
+  eps = float(jnp.finfo(jnp.bfloat16).eps)
+  return jnp.array([1 + eps, 1 + 2 * eps, 3., 1 - eps / 2], jnp.bfloat16)
+
+
+def _remat_widen_square():
+  return partial(jax.remat,
+                 policy=jax.checkpoint_policies.everything_saveable)(
+                     lambda x: _widen(_square(x)))
+
+
 class RematExcessPrecisionTest(jtu.JaxTestCase):
   """XLA may keep a bf16 value in f32 for the ops of the same computation
   that use it (excess precision); a residual that leaves that computation is
   stored rounded."""
 
-  def _x(self):
-    eps = float(jnp.finfo(jnp.bfloat16).eps)
-    return jnp.array([1 + eps, 1 + 2 * eps, 3., 1 - eps / 2], jnp.bfloat16)
-
-  def _remat(self):
-    return partial(jax.remat,
-                   policy=jax.checkpoint_policies.everything_saveable)(
-                       lambda x: _widen(_square(x)))
-
   def test_saved_value_is_the_forward_value(self):
     """Upstream fixed it in jax 0.4.31: the backward pass of a jit of a
     remat saw the rounded residual, the forward pass its f32 value."""
-    y, f_vjp = jax.vjp(jax.jit(self._remat()), self._x())
+    x = _bf16_near_one()
+    y, f_vjp = jax.vjp(jax.jit(_remat_widen_square()), x)
     saved, = f_vjp(jnp.ones_like(y))
     self.assertArraysEqual(y, saved)
 
   def test_saved_value_is_the_forward_value_in_scan(self):
     """Upstream fixed it in jax 0.4.31: scan residuals are stored rounded."""
-    r = self._remat()
+    r = _remat_widen_square()
     def f(xs):
       y, f_vjp = jax.vjp(
           lambda xs: lax.scan(lambda c, x: (c, r(x)), 0., xs)[1], xs)
       return y, f_vjp(jnp.ones_like(y))[0]
-    xs = self._x().reshape(2, 2)
+    xs = _bf16_near_one().reshape(2, 2)
     for g in (f, jax.jit(f)):
       y, saved = g(xs)
       self.assertArraysEqual(y, saved)
 
+
+class RematRoundsOnlyWhatLeavesTest(jtu.JaxTestCase):
+  """Guards (pass on 0.4.26 too)."""
+  # Upstream's fix rounds every residual, in one computation too, f32 too.
+  superseded_patch = "0125"
+
   def test_grad_under_jit_keeps_forward_bits(self):
-    """Guard (passes on 0.4.26 too): forward and backward traced into one
-    computation share their values, nothing is rounded, and the forward
-    value is jit's own."""
-    r = self._remat()
+    """Forward and backward traced into one computation share their values:
+    nothing is rounded, and the forward value is jit's own."""
+    r = _remat_widen_square()
     def f(x):
       y, f_vjp = jax.vjp(r, x)
       return y, f_vjp(jnp.ones_like(y))[0]
-    y, saved = jax.jit(f)(self._x())
-    self.assertArraysEqual(y, jax.jit(r)(self._x()))
+    x = _bf16_near_one()
+    y, saved = jax.jit(f)(x)
+    self.assertArraysEqual(y, jax.jit(r)(x))
     self.assertArraysEqual(y, saved)
-    self.assertNotIn("reduce_precision", str(jax.make_jaxpr(f)(self._x())))
+    self.assertNotIn("reduce_precision", str(jax.make_jaxpr(f)(x)))
 
   def test_f32_residuals_are_not_rounded(self):
-    """Guard (passes on 0.4.26 too)."""
     r = jax.remat(lambda x: jnp.sin(x) * x,
                   policy=jax.checkpoint_policies.everything_saveable)
     jaxpr = jax.make_jaxpr(lambda x: jax.vjp(jax.jit(r), x)[1](x))(
