@@ -13,94 +13,179 @@
 # limitations under the License.
 """Forward-mode AD cost of `lax.reduce_window` with a generic reducer.
 
-Prints, measured in one run on the default backend (CPU):
+Prints, measured in one run on the default backend (CPU unless told), for
+each case (float32):
   * jitted jvp time / jitted primal time, for generic add and multiply
-    reducers (Python functions, so the generic `reduce_window_p` path);
+    reducers (Python functions, so the generic `reduce_window_p` path) and
+    the `lax.add` monoid;
   * generic-add jvp time / `lax.add` monoid jvp time;
-for float32 (1024, 1024), window (3, 3), strides (1, 1), SAME, and for a 4-D
-NHWC pooling case (32, 64, 64, 64), window (1, 3, 3, 1), strides (1, 2, 2, 1).
+with, given `--upstream PYTHON` (a Python whose jax is upstream's, e.g. a
+venv with jax==0.4.28 jaxlib==0.4.28, the first release with a generic jvp)
+and `--baseline TREE` (another jax tree, e.g. the fork before a change),
+their figures beside ours. Each jax runs in a worker process; the workers
+are timed in turn, case by case, for `--rounds` rounds, and each figure is
+the median over rounds of the best of a few repetitions in a round, by
+the clock and by the worker's CPU time (all its threads; steadier on a
+loaded machine).
 
-Run: python benchmarks/reduce_window_jvp.py   (with the fork importable)
+Run: python benchmarks/reduce_window_jvp.py [--upstream PYTHON]
+       [--baseline TREE] [--rounds 3]   (with the fork importable)
 """
 from __future__ import annotations
 
+import argparse
+import json
 import os
+import statistics
+import subprocess
 import sys
-import time
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import jax  # noqa: E402
-from jax import lax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-
-from _common import timeit  # noqa: E402
-
-
-def _generic_add(a, b):
-  return a + b
-
-
-def _generic_mul(a, b):
-  return a * b
-
 
 CASES = {
-    "2-D (1024, 1024) w(3,3) s(1,1) SAME":
+    "(1024, 1024) w(3,3) s(1,1) SAME":
         ((1024, 1024), (3, 3), (1, 1), "SAME"),
-    "4-D NHWC (32, 64, 64, 64) w(1,3,3,1) s(1,2,2,1) SAME":
+    "(256, 256) w(3,3) s(1,1) SAME":
+        ((256, 256), (3, 3), (1, 1), "SAME"),
+    "NHWC (32, 64, 64, 64) w(1,3,3,1) s(1,2,2,1) SAME":
         ((32, 64, 64, 64), (1, 3, 3, 1), (1, 2, 2, 1), "SAME"),
+    "(1024, 1024) w(8,8) s(1,1) SAME":
+        ((1024, 1024), (8, 8), (1, 1), "SAME"),
+    "(1024, 1024) w(8,8) s(8,8) VALID":
+        ((1024, 1024), (8, 8), (8, 8), "VALID"),
 }
+REDUCERS = ["generic add", "generic mul", "lax.add monoid"]
+
+# The worker: builds the jitted primal and jvp of each reducer for a case
+# (named by its index on stdin) and answers each request with the best of a
+# few timed repetitions of each, as one JSON line.
+_WORKER = r"""
+import json, sys, time
+import numpy as np
+import jax
+from jax import lax
+import jax.numpy as jnp
+
+cases = json.loads(sys.argv[1])
+reducers = {"generic add": (lambda a, b: a + b, 0.),
+            "generic mul": (lambda a, b: a * b, 1.),
+            "lax.add monoid": (lax.add, 0.)}
+built = {}
+
+def build(k):
+  shape, dims, strides, padding = cases[k]
+  rng = np.random.RandomState(0)
+  x = jnp.asarray(rng.uniform(0.9, 1.1, shape).astype(np.float32))
+  t = jnp.asarray(rng.randn(*shape).astype(np.float32))
+  fns = {}
+  for label, (comp, init) in reducers.items():
+    f = lambda x, comp=comp, init=init: lax.reduce_window(
+        x, init, comp, tuple(dims), tuple(strides), padding)
+    primal, jvp = jax.jit(f), jax.jit(lambda x, t, f=f: jax.jvp(f, (x,), (t,)))
+    fns[label + "|primal"] = lambda p=primal: p(x).block_until_ready()
+    fns[label + "|jvp"] = lambda j=jvp: jax.block_until_ready(j(x, t))
+  number = {}
+  for key, fn in fns.items():
+    fn()
+    t0 = time.perf_counter()
+    fn()
+    number[key] = max(1, int(0.03 / max(time.perf_counter() - t0, 1e-6)))
+  return fns, number
+
+print(json.dumps({"version": jax.__version__,
+                  "backend": jax.default_backend()}), flush=True)
+for line in sys.stdin:
+  k = int(line)
+  if k not in built:
+    built[k] = build(k)
+  fns, number = built[k]
+  best = {}
+  for _ in range(5):
+    for key, fn in fns.items():
+      t0, c0 = time.perf_counter(), time.process_time()
+      for _ in range(number[key]):
+        fn()
+      dt = (time.perf_counter() - t0) / number[key]
+      dc = (time.process_time() - c0) / number[key]
+      best[key] = min(best.get(key, dt), dt)
+      best["cpu " + key] = min(best.get("cpu " + key, dc), dc)
+  print(json.dumps(best), flush=True)
+"""
 
 
-def _fns(comp, init, dims, strides, padding):
-  f = lambda x: lax.reduce_window(x, init, comp, dims, strides, padding)
-  primal = jax.jit(f)
-  jvp = jax.jit(lambda x, t: jax.jvp(f, (x,), (t,)))
-  return primal, jvp
+class _Worker:
 
+  def __init__(self, python: str, env: dict[str, str]):
+    self.proc = subprocess.Popen(
+        [python, "-c", _WORKER, json.dumps(list(CASES.values()))],
+        env={**os.environ, **env}, stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True)
+    self.info = self.call(None)
 
-def _interleaved(fns: dict, rounds: int = 15) -> dict:
-  """Min seconds per call of each fn, timed in interleaved rounds.
+  def call(self, k: int | None) -> dict:
+    if k is not None:
+      self.proc.stdin.write(f"{k}\n")
+      self.proc.stdin.flush()
+    line = self.proc.stdout.readline()
+    if not line:
+      raise RuntimeError("benchmark worker failed")
+    return json.loads(line)
 
-  The machines are shared and noisy; interleaving exposes every function to
-  the same load, and the minimum over rounds is the least disturbed figure.
-  """
-  number = {k: max(1, int(0.05 / timeit(f, repeat=1))) for k, f in fns.items()}
-  best = {k: float("inf") for k in fns}
-  for _ in range(rounds):
-    for k, f in fns.items():
-      t0 = time.perf_counter()
-      for _ in range(number[k]):
-        f()
-      best[k] = min(best[k], (time.perf_counter() - t0) / number[k])
-  return best
+  def close(self) -> None:
+    self.proc.stdin.close()
+    self.proc.wait(timeout=60)
 
 
 def main() -> None:
-  print(f"jax {jax.__version__}, backend {jax.default_backend()}; "
-        "min over interleaved rounds")
-  rng = np.random.RandomState(0)
-  for name, (shape, dims, strides, padding) in CASES.items():
-    x = jnp.asarray(rng.uniform(0.9, 1.1, shape).astype(np.float32))
-    t = jnp.asarray(rng.randn(*shape).astype(np.float32))
-    fns = {}
-    for label, comp, init in [("generic add", _generic_add, 0.),
-                              ("generic mul", _generic_mul, 1.),
-                              ("lax.add monoid", lax.add, 0.)]:
-      primal, jvp = _fns(comp, init, dims, strides, padding)
-      fns[(label, "primal")] = lambda primal=primal: (
-          primal(x).block_until_ready())
-      fns[(label, "jvp")] = lambda jvp=jvp: jax.block_until_ready(jvp(x, t))
-    best = _interleaved(fns)
-    print(f"\n{name}")
-    for label in ["generic add", "generic mul", "lax.add monoid"]:
-      tp, tj = best[(label, "primal")], best[(label, "jvp")]
-      print(f"  {label:15s} primal {tp * 1e3:8.3f} ms   jvp {tj * 1e3:8.3f} ms"
-            f"   jvp/primal {tj / tp:5.2f}")
-    ratio = best[("generic add", "jvp")] / best[("lax.add monoid", "jvp")]
-    print(f"  generic-add jvp / lax.add monoid jvp: {ratio:5.2f}")
+  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  ap.add_argument("--upstream", metavar="PYTHON",
+                  help="a Python whose jax is upstream's (e.g. 0.4.28)")
+  ap.add_argument("--baseline", metavar="TREE",
+                  help="another jax tree, run with this Python")
+  ap.add_argument("--rounds", type=int, default=3)
+  ap.add_argument("--cases", nargs="*", type=int, default=None,
+                  help="indices into the cases (default: all)")
+  args = ap.parse_args()
+  runs = {"ours": (sys.executable, {})}
+  if args.baseline:
+    runs["baseline"] = (sys.executable, {"PYTHONPATH": args.baseline})
+  if args.upstream:
+    runs["upstream"] = (args.upstream, {"PYTHONPATH": ""})
+  workers = {label: _Worker(*run) for label, run in runs.items()}
+  for label, w in workers.items():
+    print(f"{label}: jax {w.info['version']}, backend {w.info['backend']}")
+  cases = args.cases if args.cases is not None else range(len(CASES))
+  times: dict[tuple[str, int], list[dict]] = {}
+  for _ in range(args.rounds):
+    for k in cases:
+      for label, w in workers.items():
+        times.setdefault((label, k), []).append(w.call(k))
+  for w in workers.values():
+    w.close()
+  print(f"\nmedian over {args.rounds} interleaved rounds of the best of 5; "
+        "wall time, and in brackets the process's CPU time (all threads)")
+  names = list(CASES)
+  for k in cases:
+    print(f"\n{names[k]}")
+    med = {label: {key: statistics.median(r[key] for r in times[label, k])
+                   for key in times[label, k][0]} for label in workers}
+    for reducer in REDUCERS:
+      cells = []
+      for label, m in med.items():
+        tp, tj = m[reducer + "|primal"], m[reducer + "|jvp"]
+        cp, cj = m["cpu " + reducer + "|primal"], m["cpu " + reducer + "|jvp"]
+        cells.append(f"{label} primal {tp * 1e3:7.3f} ms jvp {tj * 1e3:7.3f} "
+                     f"ms jvp/primal {tj / tp:5.2f} ({cj / cp:5.2f})")
+      print(f"  {reducer:15s} " + " | ".join(cells))
+    ratio = lambda m, c="": (m[c + "generic add|jvp"] /
+                             m[c + "lax.add monoid|jvp"])
+    print("  generic-add jvp / lax.add monoid jvp: " + " | ".join(
+        f"{label} {ratio(m):5.2f} ({ratio(m, 'cpu '):5.2f})"
+        for label, m in med.items()))
+    for label in list(med)[1:]:
+      print(f"  {label} generic jvp / ours: " + ", ".join(
+          f"{r.split()[1]} "
+          f"{med[label][r + '|jvp'] / med['ours'][r + '|jvp']:5.2f} "
+          f"({med[label]['cpu ' + r + '|jvp'] / med['ours']['cpu ' + r + '|jvp']:5.2f})"
+          for r in REDUCERS[:2]))
 
 
 if __name__ == "__main__":
