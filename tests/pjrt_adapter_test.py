@@ -71,6 +71,10 @@ NAME = "adapter_test_cpu"  # the plugin's name in jaxlib
 OURS = "jaxlib {} speaks {}.{}".format(jax_lib.version_str,
                                        *pjrt_adapter.JAXLIB_PJRT_VERSION)
 
+# Whether the plugin refuses this jax's StableHLO artifact of scatter_sin:
+# 0.4.26's, not 0.4.30's (the series rebased onto it), which it reads.
+REFUSES_SCATTER = pjrt_adapter.JAXLIB_PJRT_VERSION == (0, 47)
+
 
 @functools.lru_cache(maxsize=None)
 def plugin_client():
@@ -199,7 +203,7 @@ class AnswersTest(PluginTestCase):
     plugin compiles its HLO instead."""
     x = np.arange(6.0, dtype=np.float32)
     out, forms = self.compiles(lambda x: scatter_sin(x, np.array([1, 3])), x)
-    self.assertEqual(forms, [b"mlir", b"hlo"])
+    self.assertEqual(forms, [b"mlir", b"hlo"] if REFUSES_SCATTER else [b"mlir"])
     np.testing.assert_array_equal(out, jax.jit(scatter_sin)(x, [1, 3]))
     np.testing.assert_allclose(out, [0, np.sin(1), 2, np.sin(3), 4, 5])
 
@@ -212,6 +216,8 @@ class AnswersTest(PluginTestCase):
     self.assertEqual(self.forms, [b"mlir"])
 
   def test_a_refused_program_that_fails_as_hlo(self):
+    if not REFUSES_SCATTER:
+      self.skipTest("the plugin reads this jax's artifact of the scatter")
     f = lambda x: jnp.linalg.inv(scatter_sin(x, np.array([0, 1])))
     with self.assertRaisesRegex(xla_client.XlaRuntimeError,
                                 "NOT_FOUND: .*lapack_sgetrf") as cm:
