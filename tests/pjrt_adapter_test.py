@@ -331,6 +331,15 @@ class CallbackTest(PluginTestCase):
       time.sleep(0.1)
     self.assertEqual([h for h in hosts if h()], [])
 
+  def test_a_pmapped_callback_lives_as_long_as_its_program(self):
+    # pmap's C++ fast path keeps only the execute function of its program.
+    f = jax.pmap(lambda x: jax.pure_callback(np.sin, x, x),
+                 devices=plugin_client().local_devices()[:2])
+    x = np.arange(2.0, dtype=np.float32)
+    for _ in range(3):
+      np.testing.assert_allclose(f(x), np.sin(x), rtol=1e-6)
+      gc.collect()
+
   def test_the_plugins_version_is_reported(self):
     client = plugin_client()
     version = xla_bridge.backend_pjrt_c_api_version(client)
