@@ -181,6 +181,23 @@ class JitOfPmapKeysTest(jtu.JaxTestCase):
         jax.random.key_data(jax.pmap(split)(keys)))
 
 
+class JitOfPmapOutAxesTest(jtu.JaxTestCase):
+  """0146: jit of a pmap whose outputs are mapped along axis 1 or 2."""
+
+  @jtu.ignore_warning(category=UserWarning, message=".* includes a pmap")
+  def test_out_axes_above_zero(self):
+    if jax.device_count() < 4:
+      self.skipTest("needs 4 devices")
+    for shape, out_axes in [((4, 3), 1), ((4, 3, 2), 1), ((4, 3, 2), 2)]:
+      x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+      f = jax.pmap(lambda x: x * 2, out_axes=out_axes,
+                   devices=jax.devices()[:4])
+      expected = np.moveaxis(x * 2, 0, out_axes)
+      with self.subTest(shape=shape, out_axes=out_axes):
+        self.assertArraysEqual(f(x), expected)
+        self.assertArraysEqual(jax.jit(f)(x), expected)
+
+
 class PartitionSpecListTest(jtu.JaxTestCase):
   """0089: list entries of a PartitionSpec are kept as tuples."""
   superseded_patch = "0089"
