@@ -157,6 +157,16 @@ class AnswersTest(PluginTestCase):
         cpu, plugin = on_both(f, x)
         np.testing.assert_array_equal(plugin, cpu)
 
+  def test_max_and_min_propagate_nans(self):
+    """jaxlib's CompileOptions() turns XLA's fast min/max off (patch 0176):
+    on the plugin without it, max(1, nan) was 1 and jnp.hypot(1, nan) 1.41."""
+    x = np.array([1., np.nan, -np.inf, 3., np.nan], np.float32)
+    y = np.array([np.nan, 2., np.nan, -0., np.nan], np.float32)
+    for f in (lax.max, lax.min, jnp.fmax, jnp.hypot):
+      with self.subTest(f.__name__):
+        cpu, plugin = on_both(f, x, y)
+        np.testing.assert_array_equal(plugin, cpu)
+
   def test_transcendentals(self):
     x = np.linspace(-3, 3, 101, dtype=np.float32)
     for f in (jnp.sin, jnp.exp, jnp.tanh, lax.erf, jnp.log1p):
@@ -668,7 +678,9 @@ class CompileOptionsTest(jtu.JaxTestCase):
     self.assertNotEqual(parsed.executable_build_options.debug_options
                         .xla_detailed_logging, flipped)  # the plugin's own
     self.assertCountEqual(parsed.env_option_overrides,
-                          [("xla_cpu_enable_fast_math", False),
+                          [("xla_cpu_enable_fast_min_max", False),
+                           ("xla_gpu_enable_fast_min_max", False),
+                           ("xla_cpu_enable_fast_math", False),
                            ("xla_detailed_logging", flipped)])
 
 
