@@ -11,7 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The tracing fast paths (patches 0160-0166) answer what the general paths do.
+"""The tracing fast paths (patches 0160-0169) answer what the general paths do.
 
 Each fast path skips work for the common case; these tests hold it to the
 general path's answer (which pristine jax 0.4.26 gives too).
