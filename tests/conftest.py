@@ -175,21 +175,21 @@ if pytest is not None:
 
 def _cases_shared_out(items) -> set:
   """JAX_FORK_TEST_CASES=K/N (.ci/other-pythons: the K-th of N Pythons,
-  from 0) leaves out a parameterized test's cases but its first and every
-  N-th of the others from the K-th on: each test function runs on each of
-  the N, and each case on one of them. (.ci/run runs every case on 3.11.)"""
+  from 0) deals each test file's tests to the N in turn, the f-th file's
+  first to the (f mod N)-th, and leaves out those dealt to the others: each
+  file runs on each of the N (one with N tests or more), each test on one of
+  them. (.ci/run runs every test on 3.11.)"""
   share = os.environ.get("JAX_FORK_TEST_CASES")
   if not share:
     return set()
   k, n = (int(x) for x in share.split("/"))
-  seen: dict = {}
+  files: dict = {}   # a file's position among the files
+  dealt: dict = {}   # how many of a file's tests are dealt
   out = set()
   for item in items:
-    fn = getattr(getattr(item, "obj", None), "__wrapped__", None)
-    if fn is None:   # not a parameterized test's case
-      continue
-    i = seen[item.cls, fn] = seen.get((item.cls, fn), -1) + 1
-    if i and (i - 1) % n != k:
+    f = files.setdefault(item.path, len(files))
+    i = dealt[item.path] = dealt.get(item.path, 0) + 1
+    if (f + i - 1) % n != k:
       out.add(item)
   return out
 
