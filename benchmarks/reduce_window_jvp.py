@@ -172,11 +172,13 @@ def main() -> None:
       for label, m in med.items():
         tp, tj = m[reducer + "|primal"], m[reducer + "|jvp"]
         cp, cj = m["cpu " + reducer + "|primal"], m["cpu " + reducer + "|jvp"]
+        # A chip's worker may spend no measurable CPU time on a call.
+        cpu = f"{cj / cp:5.2f}" if cp else "  n/a"
         cells.append(f"{label} primal {tp * 1e3:7.3f} ms jvp {tj * 1e3:7.3f} "
-                     f"ms jvp/primal {tj / tp:5.2f} ({cj / cp:5.2f})")
+                     f"ms jvp/primal {tj / tp:5.2f} ({cpu})")
       print(f"  {reducer:15s} " + " | ".join(cells))
     ratio = lambda m, c="": (m[c + "generic add|jvp"] /
-                             m[c + "lax.add monoid|jvp"])
+                             (m[c + "lax.add monoid|jvp"] or float("nan")))
     print("  generic-add jvp / lax.add monoid jvp: " + " | ".join(
         f"{label} {ratio(m):5.2f} ({ratio(m, 'cpu '):5.2f})"
         for label, m in med.items()))
@@ -184,7 +186,7 @@ def main() -> None:
       print(f"  {label} generic jvp / ours: " + ", ".join(
           f"{r.split()[1]} "
           f"{med[label][r + '|jvp'] / med['ours'][r + '|jvp']:5.2f} "
-          f"({med[label]['cpu ' + r + '|jvp'] / med['ours']['cpu ' + r + '|jvp']:5.2f})"
+          f"({med[label]['cpu ' + r + '|jvp'] / (med['ours']['cpu ' + r + '|jvp'] or float('nan')):5.2f})"
           for r in REDUCERS[:2]))
 
 

@@ -161,7 +161,9 @@ class HypotInfTest(jtu.JaxTestCase):
     v = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 3.0, -4.0, 1e30],
                  np.float32)
     x1, x2 = np.meshgrid(v, v)
-    self.assertArraysEqual(jnp.hypot(x1, x2), np.hypot(x1, x2))
+    # NaNs and infinities where NumPy has them; finite values within an ulp.
+    self.assertAllClose(jnp.hypot(x1, x2), np.hypot(x1, x2), rtol=2e-7,
+                        atol=0)
 
   def test_inf_nan(self):
     self.assertEqual(float(jnp.hypot(jnp.inf, jnp.nan)), np.inf)
@@ -171,7 +173,9 @@ class HypotInfTest(jtu.JaxTestCase):
   def test_broadcasting(self):
     x1 = np.array([[1.0, np.inf, 3.0, np.nan]], np.float32)
     x2 = np.array([[np.nan], [4.0]], np.float32)
-    self.assertArraysEqual(jnp.hypot(x1, x2), np.hypot(x1, x2))
+    # NaNs and infinities where NumPy has them; finite values within an ulp.
+    self.assertAllClose(jnp.hypot(x1, x2), np.hypot(x1, x2), rtol=2e-7,
+                        atol=0)
 
 
 class ComplexLogBaseTest(jtu.JaxTestCase):
@@ -193,8 +197,9 @@ class ComplexLogBaseTest(jtu.JaxTestCase):
 
   def test_finite_unchanged(self):
     z = np.array([1 + 2j, -3 - 0.5j, 1e-3 + 1e3j], np.complex64)
-    self.assertAllClose(jnp.log10(z), np.log10(z), rtol=1e-6)
-    self.assertAllClose(jnp.log2(z), np.log2(z), rtol=1e-6)
+    tol = 1e-6 if jtu.device_under_test() == "cpu" else 1e-4
+    self.assertAllClose(jnp.log10(z), np.log10(z), rtol=tol)
+    self.assertAllClose(jnp.log2(z), np.log2(z), rtol=tol)
 
 
 class AstypeCopyTest(jtu.JaxTestCase):
@@ -263,8 +268,12 @@ class EinsumDefaultPathTest(jtu.JaxTestCase):
     for n in [2, 4, 9]:
       mats, args = self._chain(n)
       expected = np.linalg.multi_dot([m.astype(np.float64) for m in mats])
-      self.assertAllClose(np.asarray(jnp.einsum(*args), np.float64), expected,
-                          rtol=1e-5, atol=1e-5)
+      # A TPU multiplies float32 in bfloat16 passes unless told otherwise
+      # (at default precision, the 9-matrix chain was off by 20 %).
+      with jax.default_matmul_precision("float32"):
+        got = np.asarray(jnp.einsum(*args), np.float64)
+      tol = 1e-5 if jtu.device_under_test() == "cpu" else 1e-2
+      self.assertAllClose(got, expected, rtol=tol, atol=tol)
 
   def test_optimize_true_is_optimal(self):
     _, args = self._chain(4)

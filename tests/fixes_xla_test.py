@@ -62,6 +62,7 @@ class OneDnnMatmulTest(jtu.JaxTestCase):
 
   @absltest.skipIf(os.environ.get("JAX_FORK_TEST_ON_PLUGIN") == "1",
                    "the plugin compiles without jaxlib's oneDNN rewriter")
+  @jtu.skip_on_devices("gpu", "tpu")   # the rewriter is XLA:CPU's
   def test_programs_without_matmuls_are_not_scanned(self):
     # (The test's name is in the programs' locations: no op name in it.)
     scanned = []
@@ -95,7 +96,9 @@ class OneDnnMatmulTest(jtu.JaxTestCase):
     f = jax.jit(lambda x, w, b: epilogue(x @ w, b, jnp))
     expected = epilogue(x.astype(np.float64) @ w.astype(np.float64),
                         b.astype(np.float64), np)
-    self.assertAllClose(f(x, w, b), expected, rtol=1e-3, atol=1e-3,
+    # A TPU multiplies float32 in bfloat16 passes at default precision.
+    tol = 1e-3 if jtu.device_under_test() == "cpu" else 3e-2
+    self.assertAllClose(f(x, w, b), expected, rtol=tol, atol=tol,
                         check_dtypes=False)
 
 
@@ -116,6 +119,8 @@ class QdwhSvdRankDeficientTest(jtu.JaxTestCase):
     a = a.astype(np.complex64 if np.iscomplexobj(a) else np.float32)
     m, n = a.shape
     k = min(m, n)
+    # Products of the factors round relative to the matrix's magnitude.
+    tol = 1e-5 * max(1., np.abs(a).max())
     for full_matrices in [True, False]:
       u, s, vh = map(np.asarray, lax_svd.svd(a, full_matrices=full_matrices))
       with self.subTest(full_matrices=full_matrices):
@@ -125,9 +130,9 @@ class QdwhSvdRankDeficientTest(jtu.JaxTestCase):
                             rtol=0, check_dtypes=False)
         self.assertAllClose(vh @ vh.conj().T, np.eye(vh.shape[0]), atol=1e-5,
                             rtol=0, check_dtypes=False)
-        self.assertAllClose((u[:, :k] * s) @ vh[:k], a, atol=1e-5, rtol=0,
+        self.assertAllClose((u[:, :k] * s) @ vh[:k], a, atol=tol, rtol=0,
                             check_dtypes=False)
-        self.assertAllClose(s, np.linalg.svd(a, compute_uv=False), atol=1e-5,
+        self.assertAllClose(s, np.linalg.svd(a, compute_uv=False), atol=tol,
                             rtol=0, check_dtypes=False)
 
 
@@ -190,6 +195,7 @@ def _substitute(a, b, lower):
 class BatchedTriangularSolveSingularTest(jtu.JaxTestCase):
   """Patch 0074."""
 
+  @jtu.skip_on_devices("gpu", "tpu")   # 0074 mends jaxlib's CPU kernel
   def test_example_matches_back_substitution(self):
     a = np.array([[1., 0., 0.], [2., 0., 0.], [3., 4., 5.]], np.float32)
     b = np.ones((3, 1), np.float32)

@@ -15,7 +15,8 @@
 primal is XLA's ReduceWindow of the user's computation, bit for bit that of
 `lax.reduce_window` without differentiation; the tangent is a fold over the
 window offsets in row-major order, unrolled for small windows and a loop for
-large ones, whatever order the backend's ReduceWindow takes."""
+large ones, whatever order the backend's ReduceWindow takes; off the CPU, the
+ReduceWindow of (value, tangent) pairs."""
 from __future__ import annotations
 
 import itertools
@@ -30,6 +31,7 @@ from jax import lax
 import jax.numpy as jnp
 from jax._src import test_util as jtu
 from jax._src.lax import windowed_reductions as lax_windowed
+from jax.experimental import export
 
 jax.config.parse_flags_with_absl()
 
@@ -181,6 +183,36 @@ class ReduceWindowJvpFoldTest(jtu.JaxTestCase):
         lambda x: _reference(comp, init, x, GEOMETRIES["8x8"]), (x,),
         (t,))[1], (x,), (t,))[1]
     self.assertAllClose(y_tt, want, rtol=1e-4, atol=1e-4)
+
+  @parameterized.named_parameters(
+      dict(testcase_name=f"_{r}_{g}", reducer=r, geometry=g)
+      for r, g in [("mul", "nhwc"), ("smooth", "2x3_dilated"),
+                   ("logaddexp", "8x8"), ("add", "17")])
+  def testOffTheCpuTheCarriedReduceWindow(self, reducer, geometry):
+    # Lowered for a TPU or a GPU: the primal's ReduceWindow and the carried
+    # one's, no fold; run here, the primal as on the CPU, bit for bit, and
+    # the tangent the fold's up to rounding (no ties).
+    comp, init = REDUCERS[reducer]
+    geo = GEOMETRIES[geometry]
+    rng = np.random.RandomState(3)
+    x = jnp.asarray(0.5 + rng.permutation(np.prod(geo[0])).reshape(geo[0]) /
+                    np.prod(geo[0]), np.float32)
+    t = jnp.asarray(rng.normal(size=geo[0]), np.float32)
+    f = lambda x: lax.reduce_window(x, init, comp, *geo[1:])
+    jvp = lambda x, t: jax.jvp(f, (x,), (t,))
+    for platform in ("tpu", "cuda"):
+      text = export.export(jax.jit(jvp), lowering_platforms=(platform,))(
+          x, t).mlir_module()
+      self.assertEqual(text.count("stablehlo.reduce_window"), 2)
+      self.assertNotIn("stablehlo.slice", text)
+    eqn, = [e for e in jax.make_jaxpr(jvp)(x, t).eqns
+            if e.primitive is lax_windowed.reduce_window_jvp_p]
+    args = [x, t, np.float32(init), np.float32(0.)]
+    y, y_t = jax.jit(lambda *a: lax_windowed._reduce_window_jvp_carried(
+        *a, **eqn.params))(*args)
+    want, want_t = jax.jit(jvp)(x, t)
+    np.testing.assert_array_equal(_bits(y), _bits(want))
+    self.assertAllClose(y_t, want_t, rtol=2e-5, atol=2e-5)
 
 
 if __name__ == "__main__":
