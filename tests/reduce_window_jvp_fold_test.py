@@ -15,8 +15,8 @@
 primal is XLA's ReduceWindow of the user's computation, bit for bit that of
 `lax.reduce_window` without differentiation; the tangent is a fold over the
 window offsets in row-major order, unrolled for small windows and a loop for
-large ones, whatever order the backend's ReduceWindow takes; off the CPU, the
-ReduceWindow of (value, tangent) pairs."""
+large ones, whatever order the backend's ReduceWindow takes; off the CPU, for
+strided or large windows, the ReduceWindow of (value, tangent) pairs."""
 from __future__ import annotations
 
 import itertools
@@ -189,8 +189,8 @@ class ReduceWindowJvpFoldTest(jtu.JaxTestCase):
       for r, g in [("mul", "nhwc"), ("smooth", "2x3_dilated"),
                    ("logaddexp", "8x8"), ("add", "17")])
   def testOffTheCpuTheCarriedReduceWindow(self, reducer, geometry):
-    # Lowered for a TPU or a GPU: the primal's ReduceWindow and the carried
-    # one's, no fold; run here, the primal as on the CPU, bit for bit, and
+    # Lowered for a TPU or a GPU, a strided or large window: the primal's
+    # ReduceWindow and the carried one's, no fold; run here, the primal as on the CPU, bit for bit, and
     # the tangent the fold's up to rounding (no ties).
     comp, init = REDUCERS[reducer]
     geo = GEOMETRIES[geometry]
@@ -205,6 +205,13 @@ class ReduceWindowJvpFoldTest(jtu.JaxTestCase):
           x, t).mlir_module()
       self.assertEqual(text.count("stablehlo.reduce_window"), 2)
       self.assertNotIn("stablehlo.slice", text)
+    # A window of stride 1 that the fold unrolls whole is folded there too.
+    g = lambda x: lax.reduce_window(x, init, comp, *GEOMETRIES["3x3_same"][1:])
+    x3 = jnp.ones(GEOMETRIES["3x3_same"][0], np.float32)
+    text = export.export(jax.jit(lambda x, t: jax.jvp(g, (x,), (t,))),
+                         lowering_platforms=("tpu",))(x3, x3).mlir_module()
+    self.assertEqual(text.count("stablehlo.reduce_window"), 1)
+    self.assertIn("stablehlo.slice", text)
     eqn, = [e for e in jax.make_jaxpr(jvp)(x, t).eqns
             if e.primitive is lax_windowed.reduce_window_jvp_p]
     args = [x, t, np.float32(init), np.float32(0.)]
