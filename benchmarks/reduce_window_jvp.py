@@ -134,6 +134,12 @@ class _Worker:
     self.proc.wait(timeout=60)
 
 
+def nonzero(t: float) -> float:
+  """A time to divide by: a chip's worker may spend no measurable CPU time on
+  a call, and its ratio then reads nan."""
+  return t or float("nan")
+
+
 def main() -> None:
   ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   ap.add_argument("--upstream", metavar="PYTHON",
@@ -172,21 +178,20 @@ def main() -> None:
       for label, m in med.items():
         tp, tj = m[reducer + "|primal"], m[reducer + "|jvp"]
         cp, cj = m["cpu " + reducer + "|primal"], m["cpu " + reducer + "|jvp"]
-        # A chip's worker may spend no measurable CPU time on a call.
-        cpu = f"{cj / cp:5.2f}" if cp else "  n/a"
         cells.append(f"{label} primal {tp * 1e3:7.3f} ms jvp {tj * 1e3:7.3f} "
-                     f"ms jvp/primal {tj / tp:5.2f} ({cpu})")
+                     f"ms jvp/primal {tj / tp:5.2f} ({cj / nonzero(cp):5.2f})")
       print(f"  {reducer:15s} " + " | ".join(cells))
     ratio = lambda m, c="": (m[c + "generic add|jvp"] /
-                             (m[c + "lax.add monoid|jvp"] or float("nan")))
+                             nonzero(m[c + "lax.add monoid|jvp"]))
     print("  generic-add jvp / lax.add monoid jvp: " + " | ".join(
         f"{label} {ratio(m):5.2f} ({ratio(m, 'cpu '):5.2f})"
         for label, m in med.items()))
+    ours = med["ours"]
     for label in list(med)[1:]:
+      m = med[label]
       print(f"  {label} generic jvp / ours: " + ", ".join(
-          f"{r.split()[1]} "
-          f"{med[label][r + '|jvp'] / med['ours'][r + '|jvp']:5.2f} "
-          f"({med[label]['cpu ' + r + '|jvp'] / (med['ours']['cpu ' + r + '|jvp'] or float('nan')):5.2f})"
+          f"{r.split()[1]} {m[r + '|jvp'] / ours[r + '|jvp']:5.2f} "
+          f"({m[f'cpu {r}|jvp'] / nonzero(ours[f'cpu {r}|jvp']):5.2f})"
           for r in REDUCERS[:2]))
 
 

@@ -84,6 +84,14 @@ GEOMETRIES = {
 }
 
 
+def _distinct(shape, seed):
+  """An operand of distinct values (no ties for max) and a tangent."""
+  rng = np.random.RandomState(seed)
+  n = np.prod(shape)
+  x = jnp.asarray(0.5 + rng.permutation(n).reshape(shape) / n, np.float32)
+  return x, jnp.asarray(rng.normal(size=shape), np.float32)
+
+
 def _reference(comp, init, x, geometry):
   """The row-major left fold from init over the window offsets, skipping
   padding and base-dilation holes: plain jnp, differentiated as usual."""
@@ -118,11 +126,7 @@ class ReduceWindowJvpFoldTest(jtu.JaxTestCase):
   def testPrimalBitwiseTangentIsTheFold(self, reducer, geometry):
     comp, init = REDUCERS[reducer]
     geo = GEOMETRIES[geometry]
-    rng = np.random.RandomState(0)
-    # Distinct values: no ties for max.
-    x = jnp.asarray(0.5 + rng.permutation(np.prod(geo[0])).reshape(geo[0]) /
-                    np.prod(geo[0]), np.float32)
-    t = jnp.asarray(rng.normal(size=geo[0]), np.float32)
+    x, t = _distinct(geo[0], seed=0)
     f = lambda x: lax.reduce_window(x, init, comp, *geo[1:])
     want_t = jax.jvp(lambda x: _reference(comp, init, x, geo), (x,), (t,))[1]
     for jitted in (False, True):
@@ -190,14 +194,12 @@ class ReduceWindowJvpFoldTest(jtu.JaxTestCase):
                    ("logaddexp", "8x8"), ("add", "17")])
   def testOffTheCpuTheCarriedReduceWindow(self, reducer, geometry):
     # Lowered for a TPU or a GPU, a strided or large window: the primal's
-    # ReduceWindow and the carried one's, no fold; run here, the primal as on the CPU, bit for bit, and
-    # the tangent the fold's up to rounding (no ties).
+    # ReduceWindow and the carried one's, no fold; run here, the primal as on
+    # the CPU, bit for bit, and the tangent the fold's up to rounding (no
+    # ties).
     comp, init = REDUCERS[reducer]
     geo = GEOMETRIES[geometry]
-    rng = np.random.RandomState(3)
-    x = jnp.asarray(0.5 + rng.permutation(np.prod(geo[0])).reshape(geo[0]) /
-                    np.prod(geo[0]), np.float32)
-    t = jnp.asarray(rng.normal(size=geo[0]), np.float32)
+    x, t = _distinct(geo[0], seed=3)
     f = lambda x: lax.reduce_window(x, init, comp, *geo[1:])
     jvp = lambda x, t: jax.jvp(f, (x,), (t,))
     for platform in ("tpu", "cuda"):
@@ -205,13 +207,6 @@ class ReduceWindowJvpFoldTest(jtu.JaxTestCase):
           x, t).mlir_module()
       self.assertEqual(text.count("stablehlo.reduce_window"), 2)
       self.assertNotIn("stablehlo.slice", text)
-    # A window of stride 1 that the fold unrolls whole is folded there too.
-    g = lambda x: lax.reduce_window(x, init, comp, *GEOMETRIES["3x3_same"][1:])
-    x3 = jnp.ones(GEOMETRIES["3x3_same"][0], np.float32)
-    text = export.export(jax.jit(lambda x, t: jax.jvp(g, (x,), (t,))),
-                         lowering_platforms=("tpu",))(x3, x3).mlir_module()
-    self.assertEqual(text.count("stablehlo.reduce_window"), 1)
-    self.assertIn("stablehlo.slice", text)
     eqn, = [e for e in jax.make_jaxpr(jvp)(x, t).eqns
             if e.primitive is lax_windowed.reduce_window_jvp_p]
     args = [x, t, np.float32(init), np.float32(0.)]
@@ -220,6 +215,17 @@ class ReduceWindowJvpFoldTest(jtu.JaxTestCase):
     want, want_t = jax.jit(jvp)(x, t)
     np.testing.assert_array_equal(_bits(y), _bits(want))
     self.assertAllClose(y_t, want_t, rtol=2e-5, atol=2e-5)
+
+  def testOffTheCpuSmallStrideOneWindowsFold(self):
+    # A window of stride 1 and at most 16 elements is folded there too.
+    comp, init = REDUCERS["mul"]
+    geo = GEOMETRIES["3x3_same"]
+    f = lambda x: lax.reduce_window(x, init, comp, *geo[1:])
+    x = jnp.ones(geo[0], np.float32)
+    text = export.export(jax.jit(lambda x, t: jax.jvp(f, (x,), (t,))),
+                         lowering_platforms=("tpu",))(x, x).mlir_module()
+    self.assertEqual(text.count("stablehlo.reduce_window"), 1)
+    self.assertIn("stablehlo.slice", text)
 
 
 if __name__ == "__main__":
