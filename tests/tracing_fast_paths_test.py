@@ -11,13 +11,15 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The tracing fast paths (patches 0160-0169) answer what the general paths do.
+"""The tracing fast paths (patches 0153, 0160-0169) answer what the general
+paths do.
 
 Each fast path skips work for the common case; these tests hold it to the
 general path's answer (which pristine jax 0.4.26 gives too).
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import threading
 
@@ -31,7 +33,10 @@ from jax._src import api_util
 from jax._src import config
 from jax._src import core
 from jax._src import dtypes
+from jax._src import source_info_util
 from jax._src import test_util as jtu
+from jax._src import traceback_util
+from jax._src.interpreters import mlir
 
 
 def _f_plain(x, y, axis=None, dtype=None): pass
@@ -153,6 +158,106 @@ class InlinedJaxprTest(jtu.JaxTestCase):
                         f(jnp.arange(4.0) + 1))
     self.assertAllClose(jax.grad(f)(jnp.arange(4.0)),
                         jax.jit(jax.grad(f))(jnp.arange(4.0)))
+
+
+@contextlib.contextmanager
+def _generator_user_context(c, *, name_stack=None):
+  """jax 0.4.26's user_context, the general form patch 0153 replaced."""
+  prev = source_info_util._source_info_context.context
+  source_info_util._source_info_context.context = prev.replace(
+      traceback=c, name_stack=name_stack)
+  try:
+    yield
+  except Exception as e:
+    if c is None or source_info_util.has_user_context(e):
+      raise
+    filtered_tb = traceback_util.filter_traceback(c.as_python_traceback())
+    if filtered_tb:
+      msg = traceback_util.format_exception_only(e)
+      msg = f"{msg}\n\n{source_info_util._message}"
+      exp = source_info_util.JaxStackTraceBeforeTransformation(
+          msg).with_traceback(filtered_tb)
+      exp.__context__ = e.__context__
+      exp.__cause__ = e.__cause__
+      exp.__suppress_context__ = e.__suppress_context__
+      e.__context__ = None
+      e.__cause__ = exp
+    raise
+  finally:
+    source_info_util._source_info_context.context = prev
+
+
+def _user_traceback():
+  return source_info_util.xla_client.Traceback.get_traceback()
+
+
+class UserContextTest(jtu.JaxTestCase):
+
+  def _leaving(self, user_context, c, exc, name_stack=None, nested=False):
+    """What leaves `user_context(c)` when `exc` is raised inside it."""
+    before = source_info_util._source_info_context.context
+    seen = None
+    try:
+      with user_context(c, name_stack=name_stack):
+        seen = source_info_util._source_info_context.context
+        if nested:
+          with user_context(c):
+            raise exc
+        if exc is not None:
+          raise exc
+    except BaseException as e:  # pylint: disable=broad-except
+      left = e
+    else:
+      left = None
+    self.assertIs(source_info_util._source_info_context.context, before)
+    cause = getattr(left, "__cause__", None)
+    frames = [(f.f_code.co_name, line) for f, line in
+              traceback_util.traceback.walk_tb(cause.__traceback__)
+              ] if cause is not None else None
+    return (seen, type(left), left is exc, type(cause),
+            cause and str(cause), frames,
+            getattr(left, "__context__", None) is None)
+
+  def test_class_and_generator_forms_agree(self):
+    tb = _user_traceback()
+    name_stack = source_info_util.new_name_stack("scope")
+    for c in (tb, None):
+      for nested in (False, True):
+        for make in (lambda: None, lambda: ValueError("bad input"),
+                     lambda: KeyboardInterrupt()):
+          exc = make()
+          got = self._leaving(source_info_util.user_context, c, exc,
+                              name_stack, nested)
+          want = self._leaving(_generator_user_context, c, make(),
+                               name_stack, nested)
+          self.assertEqual(got[0], want[0])
+          self.assertEqual(got[1:3], want[1:3])
+          self.assertEqual(got[3:5], want[3:5])
+          self.assertEqual(got[5], want[5])
+          self.assertEqual(got[6], want[6])
+          if c is not None and isinstance(exc, ValueError):
+            self.assertIs(got[3], source_info_util.JaxStackTraceBeforeTransformation)
+            self.assertIn("bad input", got[4])
+
+  def test_a_lowering_error_names_the_user_frame(self):
+    def bad_lowering(ctx, x):
+      raise ValueError("refused lowering")
+    bad_p = core.Primitive("fork_test_refused_lowering")
+    bad_p.def_abstract_eval(lambda x: x)
+    mlir.register_lowering(bad_p, bad_lowering)
+
+    def user_function(x):
+      return bad_p.bind(x)
+
+    with self.assertRaisesRegex(ValueError, "refused lowering") as cm:
+      jax.jit(user_function).lower(np.float32(1))
+    cause = cm.exception.__cause__
+    self.assertIsInstance(cause, source_info_util.JaxStackTraceBeforeTransformation)
+    self.assertIn("refused lowering", str(cause))
+    names = [f.f_code.co_name for f, _ in
+             traceback_util.traceback.walk_tb(cause.__traceback__)]
+    self.assertIn("user_function", names)
+    self.assertNotIn("bad_lowering", names)
 
 
 if __name__ == "__main__":
