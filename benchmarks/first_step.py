@@ -23,7 +23,8 @@ it) or `--baseline-pythonpath DIR` alone (this interpreter). Each round runs
 every program in fresh processes for each side, the sides in turn (their
 order rotated each round), and prints each side's figures and their ratios
 to the fork's (fork / baseline: above 1 is the fork slower); a table of all
-rounds at the end. Per program, three processes per side:
+rounds at the end. Per program, three processes per side (`--phases main`:
+the first alone, e.g. where each compile takes seconds):
 
 - `main`: `trace_s` (jaxpr from the Python function: `jit(f).trace` where
   the jax has it, else `jit(f).lower` less its `lower_sharding_computation`),
@@ -187,11 +188,11 @@ def worker(name: str, phase: str, s: dict, layers: int,
 
 
 def run_side(env: dict, python: str, name: str, s_args: list[str],
-             timeout: int) -> dict:
-  """The figures of program `name` from its three fresh processes."""
+             timeout: int, phases: list[str]) -> dict:
+  """The figures of program `name` from its fresh processes, one a phase."""
   out = {}
   with tempfile.TemporaryDirectory(prefix="first_step_cache_") as cache:
-    for phase in ("main", "fill", "load"):
+    for phase in phases:
       try:
         proc = subprocess.run(
             [python, str(Path(__file__).resolve()), "--worker", name, phase,
@@ -236,6 +237,9 @@ def main():
   p.add_argument("--sizes", choices=sorted(SIZES), default=None,
                  help="default: smoke with --smoke, else cpu on a CPU, "
                       "accelerator elsewhere (the worker decides)")
+  p.add_argument("--phases", default="main,fill,load",
+                 help="the processes run per program and side: main, fill "
+                      "and load (these two need each other, in this order)")
   p.add_argument("--worker-timeout", type=int, default=600)
   p.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
   args = p.parse_args()
@@ -259,6 +263,10 @@ def main():
       env["PYTHONPATH"] = paths[i]
     sides[f"baseline{i}"] = (python or sys.executable, env)
   programs = args.programs.split(",")
+  phases = args.phases.split(",")
+  if phases not in (["main"], ["main", "fill", "load"], ["fill", "load"]):
+    p.error(f"--phases {args.phases}: main, fill and load, in this order "
+            "(fill and load together)")
   rounds = args.rounds or (1 if args.smoke else 3)
   s_args = ["--layers", str(layers)]
   if args.smoke or args.sizes:
@@ -273,7 +281,7 @@ def main():
       for side in order:
         t0 = time.perf_counter()
         results[side] = run_side(sides[side][1], sides[side][0], prog,
-                                 s_args, args.worker_timeout)
+                                 s_args, args.worker_timeout, phases)
         history[prog, side].append(results[side])
         print(f"round {r} {prog} {side} ({time.perf_counter() - t0:.0f} s): "
               + ", ".join(f"{k} {_fmt(v)}" for k, v in results[side].items()),

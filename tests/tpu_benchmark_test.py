@@ -88,5 +88,26 @@ class FirstStepSmokeTest(absltest.TestCase):
     self.assertRegex(r.stdout, r"(?m)^\| mid \| `cache_entries` \| 1 \| 1 \|")
 
 
+  def test_first_step_main_phase_alone(self):
+    import jax
+    site = str(Path(jax.__file__).resolve().parents[1])
+    cmd = [sys.executable, str(REPO / "benchmarks" / "first_step.py"),
+           "--smoke", "--programs", "mid", "--layers", "1",
+           "--baseline-pythonpath", site]
+    env = dict(os.environ, PYTHONPATH=site)
+    r = subprocess.run(cmd + ["--phases", "load,fill"], capture_output=True,
+                       text=True, timeout=600, env=env)
+    self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+    self.assertIn("--phases load,fill", r.stderr)
+    r = subprocess.run(cmd + ["--phases", "main"], capture_output=True,
+                       text=True, timeout=600, env=env)
+    self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+    for name in first_step.FIGURES:
+      row = re.search(rf"^\| mid \| `{name}` \| (.*) \| (.*) \| (.*) \|$",
+                      r.stdout, re.M)
+      self.assertIsNotNone(row, name + "\n" + r.stdout)
+      cached = name in ("fill_compile_s", "cache_compile_s", "cache_entries")
+      self.assertEqual("n/a" in row.group(0), cached, row.group(0))
+
 if __name__ == "__main__":
   absltest.main()
