@@ -21,7 +21,9 @@ registry (as `pip install .` does).
 """
 from __future__ import annotations
 
+import atexit
 import email.parser
+import functools
 import json
 import os
 import shutil
@@ -64,6 +66,15 @@ def _copy_checkout(dest: Path) -> Path:
   return dest
 
 
+@functools.lru_cache(maxsize=None)
+def _reference_wheel() -> Path:
+  """The reference wheel, built in-process (any cache), once per process:
+  every test class compares with the same bytes."""
+  tmp = Path(tempfile.mkdtemp(prefix="fork-install-reference-"))
+  atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+  return W.build_from_series(tmp, REPO / "patches")
+
+
 class ColdInstallTestCase(absltest.TestCase):
 
   @classmethod
@@ -71,9 +82,7 @@ class ColdInstallTestCase(absltest.TestCase):
     super().setUpClass()
     cls.tmp = Path(tempfile.mkdtemp(prefix="fork-install-test-"))
     cls.checkout = _copy_checkout(cls.tmp / "checkout")
-    # The reference wheel, built in-process (any cache).
-    cls.reference = W.build_from_series(cls.tmp / "reference",
-                                        REPO / "patches")
+    cls.reference = _reference_wheel()
 
   @classmethod
   def tearDownClass(cls):
