@@ -231,8 +231,11 @@ def differing_from_installed(tree: Path, patches_dir: Path,
   our wheel carries: `native.py`), and the series' `jax/` files it lacks.
   (The tree also holds files that upstream does not package: BUILD files,
   jax2tf's examples, ...)"""
+  # Where `import jax` finds the package, without running its __init__
+  # (a second of CPU per check).
   proc = subprocess.run(
-      [python, "-c", "import jax, os; print(os.path.dirname(jax.__file__))"],
+      [python, "-c", "import importlib.util as u; "
+       "print(u.find_spec('jax').submodule_search_locations[0])"],
       capture_output=True, text=True, cwd=tempfile.gettempdir())
   if proc.returncode != 0:
     raise T.TreeError(f"{python} cannot import jax: {proc.stderr.strip()}")
