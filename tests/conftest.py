@@ -158,12 +158,11 @@ if pytest is not None:
     there instead, tested by upstream's test files; those tests are
     deselected, not skipped.
     """
-    import jax   # after the environment above is set
     keep, drop = [], []
     shared_out = _cases_shared_out(items)
     for item in items:
       number = getattr(getattr(item, "cls", None), "superseded_patch", None)
-      superseded = number and _superseded_on(number, jax.version._version)
+      superseded = number and _superseded_on(number, _jax_version())
       left_out = _checked_interpret() and item.get_closest_marker(
           "interpret_true_only")
       (drop if superseded or left_out or item in shared_out
@@ -192,6 +191,14 @@ def _cases_shared_out(items) -> set:
     if (f + i - 1) % n != k:
       out.add(item)
   return out
+
+
+def _jax_version() -> str:
+  """The running jax's version: imported here, after the environment above
+  is set, and only where a test names a superseded patch (a collection of
+  files that import no jax, as tests/ci_test.py's, then starts none)."""
+  import jax   # pylint: disable=g-import-not-at-top
+  return jax.version._version
 
 
 @functools.lru_cache(maxsize=None)
