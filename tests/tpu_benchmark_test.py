@@ -66,48 +66,48 @@ class TpuBenchmarkSmokeTest(absltest.TestCase):
 
 class FirstStepSmokeTest(absltest.TestCase):
 
-  def test_every_figure_of_both_sides_and_their_ratio(self):
+  def _first_step(self, *args: str) -> subprocess.CompletedProcess:
+    """benchmarks/first_step.py's smoke run of `mid`, this jax standing in
+    for the baseline too."""
     import jax
-    # This jax stands in for the baseline too.
     site = str(Path(jax.__file__).resolve().parents[1])
-    r = subprocess.run(
+    return subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / "first_step.py"),
          "--smoke", "--programs", "mid", "--layers", "1",
-         "--baseline-pythonpath", site],
+         "--baseline-pythonpath", site, *args],
         capture_output=True, text=True, timeout=600,
         env=dict(os.environ, PYTHONPATH=site))
+
+  def _rows(self, stdout: str) -> dict[str, str]:
+    """Each figure's row of the final table."""
+    rows = {}
+    for name in first_step.FIGURES:
+      row = re.search(rf"^\| mid \| `{name}` \| (.*) \| (.*) \| (.*) \|$",
+                      stdout, re.M)
+      self.assertIsNotNone(row, name + "\n" + stdout)
+      rows[name] = row.group(0)
+    return rows
+
+  def test_every_figure_of_both_sides_and_their_ratio(self):
+    r = self._first_step()
     self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
     sides = re.findall(r"^round 0 mid (fork|baseline0) \(", r.stdout, re.M)
     self.assertEqual(sides, ["fork", "baseline0"])
-    for name in first_step.FIGURES:
-      row = re.search(rf"^\| mid \| `{name}` \| (.*) \| (.*) \| (.*) \|$",
-                      r.stdout, re.M)
-      self.assertIsNotNone(row, name + "\n" + r.stdout)
-      self.assertNotIn("n/a", row.group(0))
+    for row in self._rows(r.stdout).values():
+      self.assertNotIn("n/a", row)
     # The persistent cache took the entry the fill process wrote.
     self.assertRegex(r.stdout, r"(?m)^\| mid \| `cache_entries` \| 1 \| 1 \|")
 
-
   def test_first_step_main_phase_alone(self):
-    import jax
-    site = str(Path(jax.__file__).resolve().parents[1])
-    cmd = [sys.executable, str(REPO / "benchmarks" / "first_step.py"),
-           "--smoke", "--programs", "mid", "--layers", "1",
-           "--baseline-pythonpath", site]
-    env = dict(os.environ, PYTHONPATH=site)
-    r = subprocess.run(cmd + ["--phases", "load,fill"], capture_output=True,
-                       text=True, timeout=600, env=env)
+    r = self._first_step("--phases", "load,fill")
     self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
     self.assertIn("--phases load,fill", r.stderr)
-    r = subprocess.run(cmd + ["--phases", "main"], capture_output=True,
-                       text=True, timeout=600, env=env)
+    r = self._first_step("--phases", "main")
     self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-    for name in first_step.FIGURES:
-      row = re.search(rf"^\| mid \| `{name}` \| (.*) \| (.*) \| (.*) \|$",
-                      r.stdout, re.M)
-      self.assertIsNotNone(row, name + "\n" + r.stdout)
+    for name, row in self._rows(r.stdout).items():
       cached = name in ("fill_compile_s", "cache_compile_s", "cache_entries")
-      self.assertEqual("n/a" in row.group(0), cached, row.group(0))
+      self.assertEqual("n/a" in row, cached, row)
+
 
 if __name__ == "__main__":
   absltest.main()
