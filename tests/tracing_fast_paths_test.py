@@ -187,10 +187,6 @@ def _generator_user_context(c, *, name_stack=None):
     source_info_util._source_info_context.context = prev
 
 
-def _user_traceback():
-  return source_info_util.xla_client.Traceback.get_traceback()
-
-
 class UserContextTest(jtu.JaxTestCase):
 
   def _leaving(self, user_context, c, exc, name_stack=None, nested=False):
@@ -219,7 +215,7 @@ class UserContextTest(jtu.JaxTestCase):
             getattr(left, "__context__", None) is None)
 
   def test_class_and_generator_forms_agree(self):
-    tb = _user_traceback()
+    tb = source_info_util.xla_client.Traceback.get_traceback()
     name_stack = source_info_util.new_name_stack("scope")
     for c in (tb, None):
       for nested in (False, True):
@@ -230,11 +226,7 @@ class UserContextTest(jtu.JaxTestCase):
                               name_stack, nested)
           want = self._leaving(_generator_user_context, c, make(),
                                name_stack, nested)
-          self.assertEqual(got[0], want[0])
-          self.assertEqual(got[1:3], want[1:3])
-          self.assertEqual(got[3:5], want[3:5])
-          self.assertEqual(got[5], want[5])
-          self.assertEqual(got[6], want[6])
+          self.assertEqual(got, want)
           if c is not None and isinstance(exc, ValueError):
             self.assertIs(got[3], source_info_util.JaxStackTraceBeforeTransformation)
             self.assertIn("bad input", got[4])
